@@ -1,0 +1,155 @@
+import { parseArgs } from 'node:util';
+import { createKey } from './auth/keys.ts';
+import { loadConfig } from './config.ts';
+import { newId } from './ids.ts';
+import { startPlatform } from './platform.ts';
+import { openDatabase } from './store/db.ts';
+import { revokeKey } from './store/keys.ts';
+import { migrate } from './store/migrate.ts';
+import { createTeam, getTeam, grantCredit, setBetaAccess } from './store/teams.ts';
+
+const HELP: Record<string, string> = {
+  '': `Usage: parley <command> [options]
+
+Commands:
+  serve                     Run the platform (the default of npm start)
+  migrate                   Apply pending database migrations and exit
+  team create               Create a team and print its first API key
+  key create                Create an API key for a team (printed once)
+  key revoke <id|prefix>    Revoke an API key
+  credit grant              Add credit to a team
+  beta grant|revoke         Turn a team's agent-platform beta access on or off
+
+Every command reads DATABASE_URL / PARLEY_DATA_DIR like the server. Add --help to any command.`,
+  serve: `Usage: parley serve\n\nRuns the HTTP server on HOST:PORT (default 0.0.0.0:8080) with the store, shared state\nand inference backends the environment names (README: Configuration). SIGTERM or SIGINT\ndrains in-flight requests and exits 0.`,
+  migrate: `Usage: parley migrate\n\nApplies every pending migration in order, each once, under an advisory lock.`,
+  'team create': `Usage: parley team create --name <name> [--beta] [--credit <amount>]\n\nCreates a team (with beta access when --beta, with starting credit in currency units)\nand prints its id and a new API key. The key is shown once.`,
+  'key create': `Usage: parley key create --team <team_id> [--name <label>] [--expires <ISO date>]\n\nCreates an API key for the team and prints it once.`,
+  'key revoke': `Usage: parley key revoke <key_id | key prefix>\n\nRevokes the key; requests with it get 401 Invalid token (within PARLEY_AUTH_CACHE_MS).`,
+  'credit grant': `Usage: parley credit grant --team <team_id> --amount <amount>\n\nAdds credit (currency units, may be fractional; negative removes) and records it in the ledger.`,
+  'beta grant': `Usage: parley beta grant --team <team_id>\n\nGives the team beta access to the agent platform.`,
+  'beta revoke': `Usage: parley beta revoke --team <team_id>\n\nRemoves the team's beta access (creating agent resources then answers 403).`,
+};
+
+const options = {
+  help: { type: 'boolean', short: 'h' },
+  name: { type: 'string' },
+  beta: { type: 'boolean' },
+  credit: { type: 'string' },
+  team: { type: 'string' },
+  expires: { type: 'string' },
+  amount: { type: 'string' },
+} as const;
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+async function withStore<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql']) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2 });
+  try {
+    await migrate(db.sql);
+    return await fn(db.sql);
+  } finally {
+    await db.close();
+  }
+}
+
+const micros = (amount: string): bigint => {
+  const n = Number(amount);
+  if (!Number.isFinite(n)) fail(`--amount must be a number, got ${amount}`);
+  return BigInt(Math.round(n * 1_000_000));
+};
+
+async function serve(): Promise<void> {
+  const platform = await startPlatform();
+  if (platform.bootstrapKey) {
+    process.stdout.write(`\nParley API key for team ${platform.teamId} (shown once, keep it safe):\n\n  ${platform.bootstrapKey}\n\n`);
+  }
+  process.stdout.write(`Parley listening on http://${platform.config.host}:${platform.port}\n`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    platform.log.info({ signal }, 'shutting down');
+    platform.close().then(
+      () => process.exit(0),
+      (err) => {
+        platform.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  const [cmd = 'serve', sub, arg] = positionals;
+  const key = sub && ['team', 'key', 'credit', 'beta'].includes(cmd) ? `${cmd} ${sub}` : cmd;
+  if (values.help) {
+    process.stdout.write(`${HELP[key] ?? HELP['']}\n`);
+    return;
+  }
+  switch (key) {
+    case 'serve':
+      return serve();
+    case 'migrate': {
+      const applied = await withStore((sql) => migrate(sql));
+      process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Nothing to apply\n');
+      return;
+    }
+    case 'team create': {
+      if (!values.name) fail('--name is required (parley team create --help)');
+      await withStore(async (sql) => {
+        const team = await createTeam(sql, { id: newId('team'), name: values.name!, betaAccess: !!values.beta, creditMicros: values.credit ? micros(values.credit) : 0n });
+        const { key: apiKey } = await createKey(sql, team.id, { name: 'first' });
+        process.stdout.write(`team ${team.id}\nkey  ${apiKey}\n`);
+      });
+      return;
+    }
+    case 'key create': {
+      if (!values.team) fail('--team is required (parley key create --help)');
+      const expiresAt = values.expires ? new Date(values.expires) : null;
+      if (expiresAt && Number.isNaN(expiresAt.getTime())) fail('--expires must be an ISO date');
+      await withStore(async (sql) => {
+        if (!(await getTeam(sql, values.team!))) fail(`no team ${values.team}`);
+        const { key: apiKey, row } = await createKey(sql, values.team!, { name: values.name, expiresAt });
+        process.stdout.write(`${row.id} ${apiKey}\n`);
+      });
+      return;
+    }
+    case 'key revoke': {
+      if (!arg) fail('give the key id or prefix (parley key revoke --help)');
+      const n = await withStore((sql) => revokeKey(sql, arg));
+      if (n === 0) fail(`no active key ${arg}`);
+      process.stdout.write(`revoked ${n} key(s)\n`);
+      return;
+    }
+    case 'credit grant': {
+      if (!values.team || !values.amount) fail('--team and --amount are required (parley credit grant --help)');
+      const balance = await withStore((sql) => grantCredit(sql, values.team!, micros(values.amount!)));
+      if (balance === undefined) fail(`no team ${values.team}`);
+      process.stdout.write(`credit of ${values.team}: ${(Number(balance) / 1_000_000).toFixed(6)}\n`);
+      return;
+    }
+    case 'beta grant':
+    case 'beta revoke': {
+      if (!values.team) fail(`--team is required (parley ${key} --help)`);
+      const ok = await withStore((sql) => setBetaAccess(sql, values.team!, key === 'beta grant'));
+      if (!ok) fail(`no team ${values.team}`);
+      process.stdout.write(`beta access ${key === 'beta grant' ? 'granted to' : 'revoked from'} ${values.team}\n`);
+      return;
+    }
+    default:
+      fail(`unknown command: ${positionals.join(' ')}\n\n${HELP['']}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

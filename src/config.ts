@@ -1,0 +1,80 @@
+/**
+ * Configuration, resolved once from the environment (explicit option → env → default).
+ * Every variable here is listed in README.md and .env.example.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  /** Real Postgres; unset means the embedded PGlite store. */
+  databaseUrl?: string;
+  /** Embedded store folder (PGlite data, secret key, recordings), or `memory`. */
+  dataDir: string;
+  /** Real Redis; unset means the in-memory shared state. */
+  redisUrl?: string;
+  /** When set, the value becomes the first team's API key. */
+  bootstrapKey?: string;
+  /** Starting credit of the first team, in micro-units (1,000,000 = 1.00). */
+  bootstrapCreditMicros: bigint;
+  /** Master key for secrets at rest (64 hex chars or base64 of 32 bytes). */
+  secretKey?: string;
+  logLevel: string;
+  /** How long a verified API key is trusted without asking the store again. */
+  authCacheMs: number;
+  /** Bound on finishing in-flight requests at shutdown. */
+  drainTimeoutMs: number;
+  /** Model id → backend routing, `INFERENCE_BACKENDS`; unset routes everything to the native backend. */
+  inferenceBackends?: string;
+  /** Address of the native backend (`npm run backend` and the child `npm start` runs). */
+  backendAddress: string;
+  /** Start the native backend as a child process (`PARLEY_NATIVE_BACKEND`, default on unless INFERENCE_BACKENDS is set). */
+  startNativeBackend: boolean;
+  /** Speech engine of the native backend: `espeak` or `synthetic`. */
+  speechEngine: 'espeak' | 'synthetic';
+  livekit?: { url: string; apiKey: string; apiSecret: string };
+  publicRatePerAgent: number;
+  publicRatePerIp: number;
+  /** host:port entries outbound requests may reach even though they are private (development, tests). */
+  outboundAllow: string[];
+  otlpEndpoint?: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const num = (name: string, def: number): number => {
+    const v = env[name];
+    if (v === undefined || v === '') return def;
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got ${JSON.stringify(v)}`);
+    return n;
+  };
+  const str = (name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  const engine = str('PARLEY_SPEECH_ENGINE') ?? 'espeak';
+  if (engine !== 'espeak' && engine !== 'synthetic') throw new Error(`PARLEY_SPEECH_ENGINE must be espeak or synthetic, got ${engine}`);
+  const lk = str('LIVEKIT_URL') && str('LIVEKIT_API_KEY') && str('LIVEKIT_API_SECRET')
+    ? { url: env.LIVEKIT_URL!, apiKey: env.LIVEKIT_API_KEY!, apiSecret: env.LIVEKIT_API_SECRET! }
+    : undefined;
+  const inferenceBackends = str('INFERENCE_BACKENDS');
+  const nativeFlag = str('PARLEY_NATIVE_BACKEND');
+  const config: Config = {
+    port: num('PORT', 8080),
+    host: str('HOST') ?? '0.0.0.0',
+    databaseUrl: str('DATABASE_URL'),
+    dataDir: str('PARLEY_DATA_DIR') ?? './data',
+    redisUrl: str('REDIS_URL'),
+    bootstrapKey: str('PARLEY_BOOTSTRAP_KEY'),
+    bootstrapCreditMicros: BigInt(Math.round(num('PARLEY_BOOTSTRAP_CREDIT', 100) * 1_000_000)),
+    secretKey: str('PARLEY_SECRET_KEY'),
+    logLevel: str('LOG_LEVEL') ?? 'info',
+    authCacheMs: num('PARLEY_AUTH_CACHE_MS', 2000),
+    drainTimeoutMs: num('PARLEY_DRAIN_TIMEOUT_MS', 10_000),
+    inferenceBackends,
+    backendAddress: str('BACKEND_ADDRESS') ?? '127.0.0.1:50051',
+    startNativeBackend: nativeFlag !== undefined ? nativeFlag !== 'false' && nativeFlag !== '0' : !inferenceBackends,
+    speechEngine: engine,
+    livekit: lk,
+    publicRatePerAgent: num('PARLEY_PUBLIC_RATE_PER_AGENT', 60),
+    publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
+    outboundAllow: (str('PARLEY_OUTBOUND_ALLOW') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
+  };
+  return { ...config, ...overrides };
+}

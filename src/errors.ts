@@ -1,0 +1,90 @@
+/**
+ * One error type for the whole platform. Every failure that reaches a client is a
+ * ServiceError with a code from a small set; the HTTP layer maps codes to statuses once
+ * (`httpStatus`), and the compat families map them to their own envelopes. The `cause`
+ * stays on the error for logs and never reaches a response.
+ */
+export type Code =
+  | 'bad_request' // 400: semantic errors
+  | 'malformed' // 400: unparsable body
+  | 'unauthenticated' // 401 JSON (present but bad credential)
+  | 'unauthenticated_bare' // 401 with WWW-Authenticate and no body
+  | 'payment_required' // 402
+  | 'forbidden' // 403
+  | 'not_found' // 404
+  | 'method_not_allowed' // 405
+  | 'conflict' // 409
+  | 'payload_too_large' // 413
+  | 'unsupported_media_type' // 415 (bare)
+  | 'invalid' // 422 (list of field errors)
+  | 'rate_limited' // 429
+  | 'internal' // 500
+  | 'upstream' // 502
+  | 'unavailable' // 503
+  | 'timeout'; // 504
+
+export const httpStatus: Record<Code, number> = {
+  bad_request: 400,
+  malformed: 400,
+  unauthenticated: 401,
+  unauthenticated_bare: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid: 422,
+  rate_limited: 429,
+  internal: 500,
+  upstream: 502,
+  unavailable: 503,
+  timeout: 504,
+};
+
+/** One entry of a 422 response: where (`loc`), what kind (`type`), a message, context. */
+export interface FieldError {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  ctx: Record<string, unknown>;
+}
+
+export interface ServiceErrorOptions extends ErrorOptions {
+  /** Field errors for code `invalid`. */
+  fields?: FieldError[];
+  /** Extra response headers (Retry-After, Allow, WWW-Authenticate). */
+  headers?: Record<string, string>;
+}
+
+export class ServiceError extends Error {
+  readonly fields?: FieldError[];
+  readonly headers?: Record<string, string>;
+  constructor(
+    readonly code: Code,
+    message: string,
+    options?: ServiceErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ServiceError';
+    this.fields = options?.fields;
+    this.headers = options?.headers;
+  }
+  get status(): number {
+    return httpStatus[this.code];
+  }
+}
+
+/** A 422 with one field error. */
+export function invalidField(loc: (string | number)[], msg: string, type = 'value_error', ctx: Record<string, unknown> = {}): ServiceError {
+  return new ServiceError('invalid', msg, { fields: [{ type, loc, msg, ctx }] });
+}
+
+export const notFound = (what: string) => new ServiceError('not_found', `${what} not found`);
+
+/** Anything thrown that is not a ServiceError becomes an opaque 500; the cause is kept for the log. */
+export function toServiceError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  return new ServiceError('internal', 'Internal server error', { cause: err });
+}

@@ -1,0 +1,249 @@
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import uws from 'uWebSockets.js';
+import { ServiceError, toServiceError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { JSON_BODY_LIMIT, isJson, isMsgpack, mediaType, parseJson, parseMsgpack } from './body.ts';
+import { Reply } from './reply.ts';
+import { Router, type Ctx, type Method, type Principal, type RouteSpec } from './router.ts';
+
+/**
+ * Whether the real uWebSockets.js binding loaded. The trufflesuite build silently falls back
+ * to a slow `ws`-based imitation when its binary cannot load; the native module's path ends
+ * in `.node`, so we look for it among loaded modules.
+ */
+export function uwsBinding(): { native: boolean; reason?: string } {
+  const require = createRequire(import.meta.url);
+  const loaded = Object.keys(require.cache).some((p) => /uWebSockets\.js|uws-js-unofficial/.test(p) && p.endsWith('.node'));
+  if (loaded) return { native: true };
+  return {
+    native: false,
+    reason: `uWebSockets.js native binding did not load for ${process.platform}-${process.arch} (ABI ${process.versions.modules}); serving through the slow ws fallback`,
+  };
+}
+
+export type Authenticate = (
+  authorization: string,
+  messages: { invalid: string; expired: string },
+) => Promise<Principal>;
+
+export interface HttpAppOptions {
+  log: Logger;
+  metrics: Metrics;
+  authenticate: Authenticate;
+  /** Bound on waiting for in-flight requests at shutdown. */
+  drainTimeoutMs?: number;
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const DEFAULT_AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
+
+/** Parses `Authorization: Bearer <token>`; undefined when missing or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+/**
+ * The HTTP layer on one uWebSockets.js App: routing, request ids, body reading with limits
+ * and content-type rules, authentication, the one error mapping, metrics and graceful
+ * drain. Route modules only add `RouteSpec`s.
+ */
+export class HttpApp {
+  readonly app: uws.TemplatedApp;
+  readonly router = new Router();
+  private listenSocket: uws.us_listen_socket | null = null;
+  private inflight = 0;
+  private drained: (() => void) | null = null;
+  private closing = false;
+  port = 0;
+  /** While true (before migrations finish), unknown routes answer 503 instead of 404. */
+  starting = false;
+
+  constructor(private readonly opts: HttpAppOptions) {
+    this.app = uws.App();
+    this.app.any('/*', (res, req) => this.dispatch(res, req));
+  }
+
+  route(spec: RouteSpec): void {
+    this.router.add(spec);
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (token) => {
+        if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
+        this.listenSocket = token;
+        this.port = uws.us_socket_local_port(token);
+        resolve(this.port);
+      });
+    });
+  }
+
+  get inFlight(): number {
+    return this.inflight;
+  }
+
+  /** Stops accepting, lets in-flight requests finish within the bound, then closes every socket. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.opts.drainTimeoutMs ?? 10_000);
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    (this.app as unknown as { close(): void }).close(); // exists in v20.30, missing from its types
+  }
+
+  private dispatch(res: uws.HttpResponse, req: uws.HttpRequest): void {
+    const started = performance.now();
+    const ac = new AbortController();
+    res.onAborted(() => ac.abort());
+    const reply = new Reply(res, ac.signal);
+    // Copy everything out of `req` now: it is invalid after this callback returns.
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const incomingId = headers['x-request-id'];
+    const requestId = incomingId && SAFE_REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    reply.addBaseHeader('X-Request-Id', requestId);
+    reply.addBaseHeader('Access-Control-Allow-Origin', '*');
+    reply.addBaseHeader('Access-Control-Expose-Headers', 'X-Request-Id, Retry-After, X-Generation-Id');
+    const log = this.opts.log.child({ requestId });
+
+    const { spec, params, allowed } = this.router.match(method, path);
+    const routeLabel = spec?.path ?? (allowed.length ? path : 'unmatched');
+    this.inflight++;
+    let settled = false;
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      this.inflight--;
+      const status = reply.aborted && !reply.started ? 499 : reply.status;
+      this.opts.metrics.observe(method, routeLabel, status, performance.now() - started);
+      log.debug({ method, route: routeLabel, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
+      if (this.inflight === 0 && this.drained) this.drained();
+    };
+
+    // Collect the body synchronously (uWS requires onData before returning) while auth runs.
+    const limit = spec?.bodyLimit ?? JSON_BODY_LIMIT;
+    const declared = headers['content-length'] !== undefined ? Number(headers['content-length']) : undefined;
+    const hasBody = BODY_METHODS.has(method) && (declared ? declared > 0 : headers['transfer-encoding'] !== undefined);
+    let bodyPromise: Promise<Buffer | undefined> = Promise.resolve(undefined);
+    if (method === 'OPTIONS') {
+      reply.send(204, null, {
+        'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
+        'Access-Control-Allow-Headers': headers['access-control-request-headers'] ?? 'Authorization, Content-Type',
+        'Access-Control-Max-Age': '600',
+      });
+      finish();
+      return;
+    }
+    if (hasBody) {
+      if (declared !== undefined && declared > limit) {
+        this.sendError(reply, log, new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`));
+        finish();
+        return;
+      }
+      bodyPromise = new Promise((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let over = false;
+        res.onData((ab, isLast) => {
+          if (over) return;
+          size += ab.byteLength;
+          if (size > limit) {
+            over = true;
+            reject(new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`));
+            return;
+          }
+          chunks.push(Buffer.from(ab.slice(0))); // uWS reuses the ArrayBuffer: copy it
+          if (isLast) resolve(Buffer.concat(chunks, size));
+        });
+      });
+      bodyPromise.catch(() => {});
+    }
+
+    const run = async () => {
+      if (!spec) {
+        if (allowed.length) throw new ServiceError('method_not_allowed', 'Method not allowed', { headers: { Allow: allowed.join(', ') } });
+        if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
+        throw new ServiceError('not_found', 'Not found');
+      }
+      const ctx: Ctx = { method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply };
+      const messages = spec.authMessages ?? DEFAULT_AUTH_MESSAGES;
+      if (spec.auth !== 'none') {
+        const header = headers['authorization'];
+        if (header === undefined && spec.auth === 'optional') {
+          // anonymous
+        } else {
+          const token = bearerToken(header);
+          if (!token) throw new ServiceError('unauthenticated_bare', 'Unauthorized', { headers: { 'WWW-Authenticate': 'Bearer' } });
+          ctx.principal = await this.opts.authenticate(token, messages);
+        }
+      }
+      const raw = await bodyPromise;
+      ctx.rawBody = raw;
+      const kind = spec.body ?? 'none';
+      if (kind !== 'none' && kind !== 'any') {
+        const ct = headers['content-type'];
+        if (!raw || raw.length === 0) {
+          if (!spec.bodyOptional) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+        } else if (kind === 'json') {
+          if (!isJson(ct)) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+          ctx.body = parseJson(raw);
+        } else if (kind === 'json-or-msgpack') {
+          if (isJson(ct)) ctx.body = parseJson(raw);
+          else if (isMsgpack(ct)) ctx.body = parseMsgpack(raw);
+          else throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+        } else if (kind === 'multipart') {
+          if (mediaType(ct) !== 'multipart/form-data') throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+        }
+      }
+      const result = await spec.handler(ctx);
+      if (result && !reply.started) {
+        if (result.status === 204 || result.body === undefined) reply.send(result.status, null, result.headers);
+        else reply.json(result.status, result.body, result.headers);
+      } else if (!reply.started && !reply.aborted) {
+        throw new Error(`handler for ${spec.method} ${spec.path} returned nothing`);
+      }
+    };
+
+    run()
+      .catch((err) => {
+        const e = toServiceError(err);
+        if (e.code === 'internal') log.error({ err }, 'unhandled error');
+        if (!reply.started) this.sendError(reply, log, e);
+        else if (!reply.ended) reply.destroy(); // mid-stream failure: never a clean, truncated 200
+      })
+      .finally(finish);
+  }
+
+  private sendError(reply: Reply, log: Logger, e: ServiceError): void {
+    if (e.code === 'unauthenticated_bare' || e.code === 'unsupported_media_type') {
+      reply.send(e.status, null, e.headers);
+      return;
+    }
+    if (e.code === 'invalid' && e.fields) {
+      reply.json(422, e.fields, e.headers);
+      return;
+    }
+    if (e.status >= 500 && e.code !== 'internal') log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
+    reply.json(e.status, { status: e.status, message: e.message }, e.headers);
+  }
+}

@@ -1,0 +1,125 @@
+import type uws from 'uWebSockets.js';
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
+  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
+  504: '504 Gateway Timeout',
+};
+
+const statusLine = (s: number) => STATUS_TEXT[s] ?? String(s);
+
+/**
+ * The response side of one request. uWebSockets.js rules it keeps: nothing is written after
+ * the client aborted; every write made outside the request callback is corked; a streamed
+ * body respects backpressure (write() keeps what it could not send, and we wait for
+ * onWritable before producing more), so a slow client slows its producer instead of
+ * growing the heap.
+ */
+export class Reply {
+  aborted = false;
+  /** Set once the status line went out. */
+  started = false;
+  ended = false;
+  status = 0;
+  bytes = 0;
+  private waiters: (() => void)[] = [];
+  private readonly baseHeaders: [string, string][] = [];
+
+  constructor(private readonly res: uws.HttpResponse, readonly signal: AbortSignal) {
+    signal.addEventListener('abort', () => {
+      this.aborted = true;
+      this.wake();
+    });
+  }
+
+  /** Headers added to whatever response this request ends with (request id, CORS). */
+  addBaseHeader(name: string, value: string): void {
+    this.baseHeaders.push([name, value]);
+  }
+
+  /** A complete response in one go. */
+  send(status: number, body: string | Uint8Array | null, headers: Record<string, string> = {}): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.started = true;
+    this.status = status;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
+      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+      if (body === null) {
+        this.res.endWithoutBody(0);
+      } else {
+        this.bytes += typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+        this.res.end(body);
+      }
+    });
+  }
+
+  json(status: number, value: unknown, headers: Record<string, string> = {}): void {
+    this.send(status, JSON.stringify(value), { 'Content-Type': 'application/json', ...headers });
+  }
+
+  /** Starts a streamed (chunked) response. */
+  begin(status: number, headers: Record<string, string>): void {
+    if (this.aborted || this.started) return;
+    this.started = true;
+    this.status = status;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
+      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+    });
+  }
+
+  /**
+   * Writes one chunk of a streamed body. Resolves when the socket can take more: callers
+   * `await` it before producing the next chunk. Resolves immediately (and writes nothing)
+   * once the client is gone; check `aborted`.
+   */
+  async write(chunk: Uint8Array | string): Promise<void> {
+    if (this.aborted || this.ended) return;
+    let ok = true;
+    this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    if (ok) return;
+    await new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      this.res.onWritable(() => {
+        this.wake();
+        return true;
+      });
+    });
+  }
+
+  /** True while the socket holds unsent bytes (a test hook for backpressure). */
+  get backpressured(): boolean {
+    return this.waiters.length > 0;
+  }
+
+  end(chunk?: Uint8Array | string): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.res.cork(() => {
+      if (chunk !== undefined) this.res.end(chunk);
+      else this.res.end();
+    });
+  }
+
+  /** Ends a streamed response abruptly (the client sees a truncated transfer, never a clean 200). */
+  destroy(): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.res.close();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+}

@@ -1,0 +1,88 @@
+import postgres from 'postgres';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+
+export interface DatabaseOptions {
+  /** A real Postgres server. Without it, PGlite is started and served on loopback. */
+  databaseUrl?: string;
+  /** PGlite data folder, or `memory` for an ephemeral store. */
+  dataDir: string;
+  /** Postgres schema to use (tests isolate themselves in a fresh schema). */
+  schema?: string;
+  /** Connections in the pool. */
+  max?: number;
+}
+
+export interface Database {
+  sql: Sql;
+  /** `postgres` (a real server) or `pglite` (embedded). */
+  kind: 'postgres' | 'pglite';
+  /** The connection string the pool uses (the embedded server's loopback address too). */
+  url: string;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PGLITE_CONNECTIONS = 8;
+
+/**
+ * Opens the durable store. The same `postgres` client and the same SQL run against a real
+ * server and against the embedded PGlite, which pglite-socket serves on a loopback port.
+ */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.databaseUrl) {
+    if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
+    const sql = connect(opts.databaseUrl, opts.max ?? 10, opts.schema);
+    return { sql, kind: 'postgres', url: opts.databaseUrl, ping: () => ping(sql), close: () => sql.end({ timeout: 5 }) };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  let dataDir: string | undefined;
+  if (opts.dataDir !== 'memory') {
+    dataDir = resolve(opts.dataDir, 'pg');
+    mkdirSync(dataDir, { recursive: true });
+  }
+  const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: PGLITE_CONNECTIONS });
+  await server.start();
+  const conn = server.getServerConn();
+  const url = `postgres://postgres@${conn}/postgres`;
+  const sql = connect(url, Math.min(opts.max ?? 4, PGLITE_CONNECTIONS - 2), undefined);
+  return {
+    sql,
+    kind: 'pglite',
+    url,
+    ping: () => ping(sql),
+    close: async () => {
+      await sql.end({ timeout: 5 });
+      await server.stop();
+      await db.close();
+    },
+  };
+}
+
+function connect(url: string, max: number, schema: string | undefined): Sql {
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    idle_timeout: 30,
+    connect_timeout: 10,
+    connection: schema ? { search_path: schema } : {},
+    types: { bigint: postgres.BigInt },
+  }) as unknown as Sql;
+}
+
+async function ensureSchema(url: string, schema: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`create schema if not exists ${sql(schema)}`;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+async function ping(sql: Sql): Promise<void> {
+  await sql`select 1`;
+}

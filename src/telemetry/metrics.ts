@@ -1,0 +1,38 @@
+import client from 'prom-client';
+
+/**
+ * Prometheus metrics of one server instance (a registry per instance, so tests that start
+ * several servers in one process do not collide).
+ */
+export class Metrics {
+  readonly registry = new client.Registry();
+  readonly requests: client.Counter<'method' | 'route' | 'status'>;
+  readonly latency: client.Histogram<'method' | 'route' | 'status'>;
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    this.requests = new client.Counter({
+      name: 'parley_http_requests_total',
+      help: 'HTTP requests by route template, method and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [this.registry],
+    });
+    this.latency = new client.Histogram({
+      name: 'parley_http_request_duration_seconds',
+      help: 'HTTP request latency (to the end of the response) by route template, method and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    if (opts.processMetrics !== false) client.collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
+  }
+
+  observe(method: string, route: string, status: number, durationMs: number): void {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.latency.observe(labels, durationMs / 1000);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
