@@ -1,0 +1,257 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { ServiceError } from '../errors.ts';
+import {
+  type HitResult,
+  type MessageHandler,
+  type SharedState,
+  type Unsubscribe,
+  checkHit,
+  checkIncrement,
+  checkTtl,
+  closedError,
+  hitResult,
+  notIntegerError,
+  windowAt,
+} from './types.ts';
+
+// INCR and the expiry in one script: a crash between them cannot leave a counter that
+// never expires. The expiry is set once, by the hit that creates the window's counter.
+const HIT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`;
+
+// ARGV[2] is '' for "no expiry"; otherwise it is set only if the key has none yet.
+const INCR_BY = `
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if ARGV[2] ~= '' and redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return value`;
+
+interface Scripts {
+  parleyHit(key: string, ttlMs: number): Promise<number>;
+  parleyIncrBy(key: string, n: number, ttlMs: string): Promise<number>;
+}
+
+export interface RedisStateOptions {
+  url: string;
+  prefix: string;
+  now: () => number;
+  logger?: Logger;
+}
+
+interface Channel {
+  handlers: Set<MessageHandler>;
+  /** Resolves when Redis has acknowledged SUBSCRIBE. */
+  ready: Promise<unknown>;
+}
+
+/**
+ * Connects and checks the connection; rejects with `unavailable` (and leaves nothing
+ * running) when Redis cannot be reached, so a wrong `REDIS_URL` fails at start-up.
+ */
+export async function connectRedisState(options: RedisStateOptions): Promise<RedisState> {
+  const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  client.on('error', (err) => options.logger?.warn({ err }, 'shared state connection error'));
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (err) {
+    client.disconnect();
+    throw new ServiceError('unavailable', 'Redis is unreachable', { cause: err });
+  }
+  return new RedisState(client, options);
+}
+
+/**
+ * Shared state in Redis. Commands go over one connection; pub/sub needs its own, opened
+ * on the first subscribe (a subscribed connection cannot run other commands). Window
+ * boundaries come from the caller's clock (`now`), so nodes agree to within clock skew;
+ * expiries run on the Redis server's clock.
+ */
+export class RedisState implements SharedState {
+  readonly kind = 'redis' as const;
+  readonly prefix: string;
+  private readonly client: Redis & Scripts;
+  private readonly now: () => number;
+  private readonly logger?: Logger;
+  private subscriber?: Redis;
+  private readonly channels = new Map<string, Channel>();
+  private closed = false;
+
+  constructor(client: Redis, options: RedisStateOptions) {
+    this.prefix = options.prefix;
+    this.now = options.now;
+    this.logger = options.logger;
+    client.defineCommand('parleyHit', { numberOfKeys: 1, lua: HIT });
+    client.defineCommand('parleyIncrBy', { numberOfKeys: 1, lua: INCR_BY });
+    this.client = client as Redis & Scripts;
+  }
+
+  async hit(key: string, windowMs: number, limit: number): Promise<HitResult> {
+    this.open();
+    checkHit(windowMs, limit);
+    const now = this.now();
+    const { index, endsAt } = windowAt(now, windowMs);
+    const count = await this.run(() => this.client.parleyHit(`${this.prefix}w:${windowMs}:${index}:${key}`, Math.ceil(endsAt - now)));
+    return hitResult(count, limit, now, endsAt);
+  }
+
+  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    this.open();
+    const ttl = checkTtl(ttlMs);
+    return (await this.run(() => this.client.set(this.key(key), value, 'PX', ttl, 'NX'))) === 'OK';
+  }
+
+  async take(key: string): Promise<string | null> {
+    this.open();
+    return this.run(() => this.client.getdel(this.key(key)));
+  }
+
+  async get(key: string): Promise<string | null> {
+    this.open();
+    return this.run(() => this.client.get(this.key(key)));
+  }
+
+  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    this.open();
+    if (ttlMs === undefined) await this.run(() => this.client.set(this.key(key), value));
+    else {
+      const ttl = checkTtl(ttlMs);
+      await this.run(() => this.client.set(this.key(key), value, 'PX', ttl));
+    }
+  }
+
+  async del(key: string): Promise<boolean> {
+    this.open();
+    return (await this.run(() => this.client.del(this.key(key)))) > 0;
+  }
+
+  async incrBy(key: string, n: number, ttlMs?: number): Promise<number> {
+    this.open();
+    checkIncrement(n);
+    const ttl = ttlMs === undefined ? '' : String(checkTtl(ttlMs));
+    try {
+      return await this.run(() => this.client.parleyIncrBy(this.key(key), n, ttl));
+    } catch (err) {
+      if (err instanceof ServiceError && /not an integer|overflow/.test(String((err.cause as Error)?.message))) {
+        throw notIntegerError();
+      }
+      throw err;
+    }
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    this.open();
+    await this.run(() => this.client.publish(this.prefix + channel, message));
+  }
+
+  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
+    this.open();
+    const subscriber = this.subscriberConnection();
+    const name = this.prefix + channel;
+    const own: MessageHandler = (message, ch) => handler(message, ch);
+    let entry = this.channels.get(name);
+    if (!entry) {
+      // Commands on one connection run in order, so an UNSUBSCRIBE still in flight for
+      // this channel is answered before this SUBSCRIBE: the channel ends up subscribed.
+      entry = { handlers: new Set(), ready: subscriber.subscribe(name) };
+      this.channels.set(name, entry);
+    }
+    entry.handlers.add(own);
+    try {
+      await this.run(() => entry.ready);
+    } catch (err) {
+      entry.handlers.delete(own);
+      if (entry.handlers.size === 0 && this.channels.get(name) === entry) this.channels.delete(name);
+      throw err;
+    }
+    let done = false;
+    return async () => {
+      if (done || this.closed) return;
+      done = true;
+      entry.handlers.delete(own);
+      if (entry.handlers.size > 0 || this.channels.get(name) !== entry) return;
+      this.channels.delete(name);
+      await this.run(() => subscriber.unsubscribe(name));
+    };
+  }
+
+  async ping(): Promise<void> {
+    this.open();
+    await this.run(() => this.client.ping());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.channels.clear();
+    await Promise.all([shutDown(this.client), this.subscriber && shutDown(this.subscriber)]);
+  }
+
+  private key(key: string): string {
+    return `${this.prefix}v:${key}`;
+  }
+
+  private open(): void {
+    if (this.closed) throw closedError();
+  }
+
+  private subscriberConnection(): Redis {
+    if (this.subscriber) return this.subscriber;
+    const subscriber = this.client.duplicate();
+    subscriber.on('error', (err) => this.logger?.warn({ err }, 'shared state subscriber connection error'));
+    subscriber.on('message', (name: string, message: string) => this.dispatch(name, message));
+    this.subscriber = subscriber;
+    return subscriber;
+  }
+
+  private dispatch(name: string, message: string): void {
+    const entry = this.channels.get(name);
+    if (!entry) return;
+    const channel = name.slice(this.prefix.length);
+    for (const handler of [...entry.handlers]) {
+      try {
+        const result = handler(message, channel);
+        if (result instanceof Promise) result.catch((err) => this.handlerFailed(err, channel));
+      } catch (err) {
+        this.handlerFailed(err, channel);
+      }
+    }
+  }
+
+  private handlerFailed(err: unknown, channel: string): void {
+    this.logger?.error({ err, channel }, 'shared state subscriber failed');
+  }
+
+  /** Runs a command; Redis's own error replies are misuse (`internal`), anything else is `unavailable`. */
+  private async run<T>(command: () => Promise<T>): Promise<T> {
+    try {
+      return await command();
+    } catch (err) {
+      if (err instanceof Error && err.name === 'ReplyError') {
+        throw new ServiceError('internal', 'Shared state command failed', { cause: err });
+      }
+      throw new ServiceError('unavailable', 'Shared state is unavailable', { cause: err });
+    }
+  }
+}
+
+/** Lets pending replies arrive, then waits for the socket to close. */
+async function shutDown(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    // Not connected (never used, or between reconnects): nothing to wait for.
+    client.disconnect();
+    return;
+  }
+  const ended = once(client, 'end');
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+    return;
+  }
+  await ended;
+}

@@ -1,0 +1,28 @@
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { createSharedState } from '../../src/state/index.ts';
+import { sharedStateContract } from './contract.ts';
+
+const redisUrl = process.env.REDIS_URL;
+
+if (!redisUrl) {
+  t.plan(1);
+  t.pass('REDIS_URL is not set: the Redis contract suite was not run');
+} else {
+  sharedStateContract(t, {
+    kind: 'redis',
+    shared: true,
+    realTimeExpiry: true,
+    make: (options) => createSharedState({ ...options, redisUrl }),
+    async cleanup(prefix) {
+      const redis = new Redis(redisUrl);
+      try {
+        for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 })) {
+          if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+        }
+      } finally {
+        await redis.quit();
+      }
+    },
+  });
+}
