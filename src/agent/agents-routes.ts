@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema } from '../http/pagination.ts';
+import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
 import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import { AgentService, agentCreateBody, agentEntity, agentListQuery, agentPatchBody, toEntity } from './agents.ts';
@@ -18,7 +18,7 @@ export function mountAgentRoutes(http: HttpApp, agents: AgentService): void {
   });
   http.route({
     method: 'GET', path: '/v1/agent/agents', auth: 'required',
-    doc: { summary: 'List agents (newest first)', tags, query: agentListQuery, responses: { 200: { description: 'A page of agents', schema: pageSchema('agents', agentEntity) } } },
+    doc: { summary: 'List agents (newest first)', tags, query: agentListQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of agents', schema: pageSchema('agents', agentEntity) } } },
     handler: async (ctx) => {
       const { req } = pageRequest(ctx.query);
       const f = parse(agentListQuery, Object.fromEntries(['search', 'include_archived', 'publication_state'].filter((k) => ctx.query.has(k)).map((k) => [k, ctx.query.get(k)])), 'query');

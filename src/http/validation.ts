@@ -58,14 +58,14 @@ export function validationError(where: Location, error: z.ZodError): ServiceErro
 
 /** Parse `value` with `schema` or throw the 422 list. */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, where: Location = 'body'): z.output<S> {
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { reportInput: true }); // input only to tell null from missing; never echoed
   if (!result.success) throw validationError(where, result.error);
   return result.data;
 }
 
 /** Async variant for schemas with async refinements. */
 export async function parseAsync<S extends z.ZodType>(schema: S, value: unknown, where: Location = 'body'): Promise<z.output<S>> {
-  const result = await schema.safeParseAsync(value);
+  const result = await schema.safeParseAsync(value, { reportInput: true });
   if (!result.success) throw validationError(where, result.error);
   return result.data;
 }

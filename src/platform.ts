@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { AgentService } from './agent/agents.ts';
+import { mountAgentRoutes } from './agent/agents-routes.ts';
+import { configHash, createDefaultDraft, patchDraft } from './agent/config/index.ts';
+import { KeyVerifier } from './auth/keys.ts';
+import { bootstrap } from './bootstrap.ts';
+import { loadConfig, type Config } from './config.ts';
+import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets.ts';
+import { HttpApp, uwsBinding } from './http/app.ts';
+import { Health, mountOpsRoutes } from './http/ops-routes.ts';
+import { createLogger, type Logger } from './log.ts';
+import { createSharedState, type SharedState } from './state/index.ts';
+import { openDatabase, type Database } from './store/db.ts';
+import { migrate } from './store/migrate.ts';
+import { Metrics } from './telemetry/metrics.ts';
+
+export interface Platform {
+  config: Config;
+  log: Logger;
+  http: HttpApp;
+  db: Database;
+  state: SharedState;
+  box: SecretBox;
+  health: Health;
+  metrics: Metrics;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  /** The bootstrap key when this start created or registered one. */
+  bootstrapKey?: string;
+  teamId: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  config?: Partial<Config>;
+  env?: NodeJS.ProcessEnv;
+  log?: Logger;
+  /** Postgres schema to isolate in (tests on a shared server). */
+  dbSchema?: string;
+  /** Shared-state key prefix (tests on a shared Redis). */
+  statePrefix?: string;
+}
+
+/**
+ * Starts the whole platform: the HTTP server first (so /health answers at once and /ready
+ * says 503 until the store is migrated), then the durable store, the shared state, the
+ * secret box, the bootstrap team, and the API routes.
+ */
+export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
+  const config = loadConfig(opts.env ?? process.env, opts.config);
+  const log = opts.log ?? createLogger({ level: config.logLevel });
+  const metrics = new Metrics();
+  const health = new Health();
+  let verifier: KeyVerifier | undefined;
+  const http = new HttpApp({
+    log,
+    metrics,
+    drainTimeoutMs: config.drainTimeoutMs,
+    authenticate: (token, messages) => {
+      if (!verifier) throw new Error('authentication before the store is ready');
+      return verifier.verify(token, messages);
+    },
+  });
+  http.starting = true;
+  const binding = uwsBinding();
+  if (!binding.native) log.error({ reason: binding.reason }, 'uWebSockets.js native binding missing; running on the slow fallback');
+  health.register('http', async () => (binding.native ? { status: 'ok' } : { status: 'degraded', detail: binding.reason }), { requiredForReady: false });
+  mountOpsRoutes(http, health, metrics);
+  const port = await http.listen(config.host, config.port);
+
+  const cleanups: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    await http.close();
+    for (const c of cleanups.reverse()) await c().catch((err) => log.warn({ err }, 'close failed'));
+  };
+  try {
+    const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.dbSchema });
+    cleanups.push(() => db.close());
+    health.register('database', async () => (await db.ping(), { status: 'ok', detail: db.kind }));
+    const applied = await migrate(db.sql);
+    if (applied.length) log.info({ applied }, 'migrations applied');
+
+    const state = await createSharedState({ redisUrl: config.redisUrl, prefix: opts.statePrefix, logger: log });
+    cleanups.push(() => state.close());
+    health.register('shared_state', async () => (await state.ping(), { status: 'ok', detail: state.kind }));
+
+    const box = createSecretBox(loadMasterKey({ envKey: config.secretKey, dataDir: config.dataDir }));
+    verifier = new KeyVerifier(db.sql, config.authCacheMs);
+
+    const boot = await bootstrap(db.sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros });
+
+    const agents = new AgentService(db.sql, {
+      initial: async (_teamId, patch) => {
+        const base = createDefaultDraft();
+        if (patch === undefined) return { config: base, hash: configHash(base) };
+        // No tools or knowledge sources can be referenced yet: they resolve to nothing.
+        const r = await patchDraft(base, patch, { box, resolve: { toolIds: async () => new Set(), knowledgeSourceIds: async () => new Set() } }, { at: ['config'] });
+        return { config: r.draft, hash: r.hash };
+      },
+    });
+    mountAgentRoutes(http, agents);
+
+    http.starting = false;
+    health.ready = true;
+    log.info({ port, store: db.kind, state: state.kind }, 'parley ready');
+    return {
+      config, log, http, db, state, box, health, metrics, port,
+      url: `http://127.0.0.1:${port}`,
+      bootstrapKey: boot.key,
+      teamId: boot.teamId,
+      close: closeAll,
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** A random schema name for isolating a test run on a shared Postgres. */
+export function randomSchema(): string {
+  return `t_${randomBytes(6).toString('hex')}`;
+}

@@ -1,0 +1,53 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { once } from 'node:events';
+
+/**
+ * Graceful shutdown, as an operator sees it: a real `parley serve` process gets SIGTERM
+ * while a request is still uploading; the request still gets its answer, new connections
+ * are refused, and the process exits 0.
+ */
+t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
+  const key = 'pk_shutdown_test_key_0123456789abcdef0123456789';
+  const child = spawn(process.execPath, ['--import=tsx', 'src/cli.ts', 'serve'], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PARLEY_DATA_DIR: 'memory', PARLEY_BOOTSTRAP_KEY: key, DATABASE_URL: '', REDIS_URL: '', PARLEY_NATIVE_BACKEND: 'false', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
+  });
+
+  const body = JSON.stringify({ name: 'made during shutdown' });
+  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/agent/agents', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, text }));
+    });
+    req.on('error', reject);
+  });
+  req.write(body.slice(0, 5)); // the request is now in flight
+  await new Promise((r) => setTimeout(r, 300));
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  const refused = await fetch(`http://127.0.0.1:${port}/health`).then(() => false, () => true);
+  t.ok(refused, 'no new connections once draining');
+  req.end(body.slice(5));
+  const res = await response;
+  t.equal(res.status, 201, 'the in-flight request completed');
+  t.equal(JSON.parse(res.text).name, 'made during shutdown');
+  const [code] = await exited;
+  t.equal(code, 0, 'exit code 0');
+});
