@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { AgentService } from './agent/agents.ts';
 import { mountAgentRoutes } from './agent/agents-routes.ts';
-import { configHash, createDefaultDraft, patchDraft } from './agent/config/index.ts';
+import { KnowledgeService } from './agent/knowledge.ts';
+import { mountKnowledgeRoutes } from './agent/knowledge-routes.ts';
+import { ToolService } from './agent/tools.ts';
+import { mountToolRoutes } from './agent/tools-routes.ts';
+import { configHash, createDefaultDraft, patchDraft, type ReferenceResolver, type StoredDraft } from './agent/config/index.ts';
+import { DraftService } from './agent/drafts.ts';
+import { mountDraftRoutes } from './agent/drafts-routes.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -10,8 +16,10 @@ import { HttpApp, uwsBinding } from './http/app.ts';
 import { Health, mountOpsRoutes } from './http/ops-routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
-import { openDatabase, type Database } from './store/db.ts';
+import { openDatabase, type Database, type Sql } from './store/db.ts';
+import { knowledgeSourceIdsOf } from './store/knowledge.ts';
 import { migrate } from './store/migrate.ts';
+import { toolIdsOf } from './store/tools.ts';
 import { Metrics } from './telemetry/metrics.ts';
 
 export interface Platform {
@@ -90,16 +98,21 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     const boot = await bootstrap(db.sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros });
 
+    // Which tool and knowledge-source ids exist for a team (config rule 4), and what publish pins.
+    const references = (teamId: string, sql: Sql): ReferenceResolver => ({ toolIds: (ids) => toolIdsOf(sql, teamId, ids), knowledgeSourceIds: (ids) => knowledgeSourceIdsOf(sql, teamId, ids) });
+    const pin = async (_teamId: string, _draft: StoredDraft, _sql: Sql): Promise<unknown> => ({});
     const agents = new AgentService(db.sql, {
       initial: async (_teamId, patch) => {
         const base = createDefaultDraft();
         if (patch === undefined) return { config: base, hash: configHash(base) };
-        // No tools or knowledge sources can be referenced yet: they resolve to nothing.
-        const r = await patchDraft(base, patch, { box, resolve: { toolIds: async () => new Set(), knowledgeSourceIds: async () => new Set() } }, { at: ['config'] });
+        const r = await patchDraft(base, patch, { box, resolve: references(_teamId, db.sql) }, { at: ['config'] });
         return { config: r.draft, hash: r.hash };
       },
     });
     mountAgentRoutes(http, agents);
+    mountToolRoutes(http, new ToolService(db.sql, box));
+    mountKnowledgeRoutes(http, new KnowledgeService(db.sql));
+    mountDraftRoutes(http, new DraftService(db.sql, box, references, pin));
 
     http.starting = false;
     health.ready = true;

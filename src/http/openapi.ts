@@ -50,6 +50,7 @@ export function buildOpenApi(specs: readonly RouteSpec[]): Record<string, unknow
     }
     if (spec.auth !== 'none' && !responses['401']) responses['401'] = { description: 'Missing (bare, WWW-Authenticate: Bearer), invalid or expired API key', content: { 'application/json': { schema: schemaOf(errorBody, 'output') } } };
     if (spec.doc.body && !responses['422']) responses['422'] = { description: 'Field-level validation errors', content: { 'application/json': { schema: schemaOf(z.array(fieldError), 'output') } } };
+    op.responses = responses;
     (paths[spec.path] ??= {})[spec.method.toLowerCase()] = op;
   }
   return {
