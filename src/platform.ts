@@ -19,6 +19,8 @@ import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
 import { knowledgeSourceIdsOf } from './store/knowledge.ts';
 import { migrate } from './store/migrate.ts';
+import { createInferenceClient, type InferenceClient } from './inference/index.ts';
+import { startNativeBackend, type NativeBackendProcess } from './native-backend.ts';
 import { toolIdsOf } from './store/tools.ts';
 import { Metrics } from './telemetry/metrics.ts';
 
@@ -29,6 +31,10 @@ export interface Platform {
   db: Database;
   state: SharedState;
   box: SecretBox;
+  /** Every model call goes through this client to an inference backend over gRPC. */
+  inference: InferenceClient;
+  /** The native backend child process, when this platform started one. */
+  nativeBackend?: NativeBackendProcess;
   health: Health;
   metrics: Metrics;
   /** `http://127.0.0.1:<port>` */
@@ -93,6 +99,24 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     cleanups.push(() => state.close());
     health.register('shared_state', async () => (await state.ping(), { status: 'ok', detail: state.kind }));
 
+    // Inference: the native backend as a child process (embedded default), then the client.
+    let nativeBackend: NativeBackendProcess | undefined;
+    if (config.startNativeBackend) {
+      nativeBackend = await startNativeBackend({ address: config.backendAddress, engine: config.speechEngine, log });
+      cleanups.push(() => nativeBackend!.stop());
+      health.register('native_backend', async () =>
+        nativeBackend!.running ? { status: 'ok', detail: `${nativeBackend!.address}, restarts ${nativeBackend!.restarts}` } : { status: 'down', detail: `restarting: ${nativeBackend!.lastError ?? 'exited'}` },
+        { requiredForReady: false });
+    }
+    const inference = createInferenceClient({ nativeAddress: config.backendAddress, backends: config.inferenceBackends ?? '' });
+    cleanups.push(() => inference.close());
+    health.register('inference', async () => {
+      const all = await inference.health({ timeoutMs: 1500 });
+      const down = all.filter((b) => !b.ok);
+      if (down.length === 0) return { status: 'ok', detail: all.map((b) => b.address).join(', ') };
+      return { status: down.length === all.length ? 'down' : 'degraded', detail: down.map((b) => `${b.address}: ${b.error ?? 'unhealthy'}`).join('; ') };
+    }, { requiredForReady: false });
+
     const box = createSecretBox(loadMasterKey({ envKey: config.secretKey, dataDir: config.dataDir }));
     verifier = new KeyVerifier(db.sql, config.authCacheMs);
 
@@ -118,7 +142,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     health.ready = true;
     log.info({ port, store: db.kind, state: state.kind }, 'parley ready');
     return {
-      config, log, http, db, state, box, health, metrics, port,
+      config, log, http, db, state, box, inference, nativeBackend, health, metrics, port,
       url: `http://127.0.0.1:${port}`,
       bootstrapKey: boot.key,
       teamId: boot.teamId,

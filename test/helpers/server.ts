@@ -5,8 +5,11 @@ import { newId } from '../../src/ids.ts';
 import { createLogger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
 import { createTeam } from '../../src/store/teams.ts';
+import { startBackend, type Backend as NativeBackend, type BackendOptions } from '../../native/server.ts';
 
 export interface TestServer extends Platform {
+  /** The in-process native backend, when `backend` was asked for. */
+  backend?: NativeBackend;
   key: string;
   auth: Record<string, string>;
   /** JSON request helper: `req('POST', '/v1/agent/agents', {name: 'x'})`. */
@@ -19,7 +22,11 @@ export interface TestServer extends Platform {
  * A real platform on port 0 for one test file: the embedded store (PGlite, ephemeral), or
  * a fresh schema on DATABASE_URL when set; a key prefix of its own on REDIS_URL when set.
  */
-export async function startTestServer(opts: { config?: Partial<Config>; embedded?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { config?: Partial<Config>; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'> } = {},
+): Promise<TestServer> {
+  // A real native backend over real gRPC on a free loopback port, in this process.
+  const backend = opts.backend ? await startBackend({ address: '127.0.0.1:0', engine: opts.backend, ...opts.backendOptions }) : undefined;
   const key = `pk_test_${randomBytes(24).toString('base64url')}`;
   const useReal = !opts.embedded && !!process.env.DATABASE_URL;
   const platform = await startPlatform({
@@ -33,6 +40,7 @@ export async function startTestServer(opts: { config?: Partial<Config>; embedded
       bootstrapKey: key,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
       startNativeBackend: false,
+      ...(backend ? { backendAddress: backend.address } : {}),
       ...opts.config,
     },
     dbSchema: useReal ? randomSchema() : undefined,
@@ -61,5 +69,12 @@ export async function startTestServer(opts: { config?: Partial<Config>; embedded
     const { key: k } = await createKey(platform.db.sql, team.id);
     return { teamId: team.id, key: k, auth: { Authorization: `Bearer ${k}` } };
   };
-  return Object.assign(platform, { key, auth, req, newTeam });
+  if (backend) {
+    const close = platform.close;
+    platform.close = async () => {
+      await close();
+      await backend.close();
+    };
+  }
+  return Object.assign(platform, { key, auth, req, newTeam, backend });
 }
