@@ -7,7 +7,8 @@
  * Parley uses the embedded store unless DATABASE_URL is set.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { startChild } from './lib.ts';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, pipelining: { type: 'string', default: '1' } } });
@@ -16,19 +17,7 @@ const connections = Number(values.connections);
 const pipelining = Number(values.pipelining);
 const children: ChildProcess[] = [];
 
-function start(args: string[], env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, ['--import=tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/i.exec(out);
-      if (m) resolve(m[1]!.replace('0.0.0.0', '127.0.0.1'));
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
-  });
-}
+const start = (args: string[], env: Record<string, string>) => startChild(args, env, children);
 
 async function run(name: string, url: string, headers: Record<string, string> = {}) {
   const r = await autocannon({ url, connections, pipelining, duration: seconds, headers });
