@@ -8,6 +8,12 @@ import { mountToolRoutes } from './agent/tools-routes.ts';
 import { configHash, createDefaultDraft, patchDraft, type ReferenceResolver, type StoredDraft } from './agent/config/index.ts';
 import { DraftService } from './agent/drafts.ts';
 import { mountDraftRoutes } from './agent/drafts-routes.ts';
+import { SessionService } from './agent/sessions.ts';
+import { mountSessionRoutes } from './agent/sessions-routes.ts';
+import { runtimes, SessionRuntime } from './agent/runtime.ts';
+import { realClock } from '../actors/clock.ts';
+import { mountWebsocketTransport } from './transport/websocket.ts';
+import { livekitMinter } from './transport/livekit.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -17,12 +23,21 @@ import { Health, mountOpsRoutes } from './http/ops-routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
-import { knowledgeSourceIdsOf } from './store/knowledge.ts';
+import { currentKnowledgeRevisions, knowledgeSourceIdsOf } from './store/knowledge.ts';
 import { migrate } from './store/migrate.ts';
 import { createInferenceClient, type InferenceClient } from './inference/index.ts';
 import { startNativeBackend, type NativeBackendProcess } from './native-backend.ts';
-import { toolIdsOf } from './store/tools.ts';
+import { frozenToolsForPublish, toolIdsOf } from './store/tools.ts';
 import { Metrics } from './telemetry/metrics.ts';
+import { startTracing } from './telemetry/tracing.ts';
+import { mountLiveRoute } from './speech/live.ts';
+import { noVoices, TtsService } from './speech/tts.ts';
+import { mountTtsRoutes } from './speech/tts-routes.ts';
+import { AsrService } from './speech/asr.ts';
+import { CreditGate, recordUsage } from './speech/usage.ts';
+import { mountAsrRoutes } from './speech/asr-routes.ts';
+import { VoiceService } from './speech/voices.ts';
+import { mountVoiceRoutes } from './speech/voices-routes.ts';
 
 export interface Platform {
   config: Config;
@@ -124,7 +139,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     // Which tool and knowledge-source ids exist for a team (config rule 4), and what publish pins.
     const references = (teamId: string, sql: Sql): ReferenceResolver => ({ toolIds: (ids) => toolIdsOf(sql, teamId, ids), knowledgeSourceIds: (ids) => knowledgeSourceIdsOf(sql, teamId, ids) });
-    const pin = async (_teamId: string, _draft: StoredDraft, _sql: Sql): Promise<unknown> => ({});
+    // Publish freezes the attached tools as they are now and the knowledge revisions in use.
+    const pin = async (teamId: string, draft: StoredDraft, sql: Sql): Promise<unknown> => ({
+      tools: await frozenToolsForPublish(sql, teamId, draft.tools.tool_ids),
+      knowledge: await currentKnowledgeRevisions(sql, teamId, draft.knowledge_base.knowledge_source_ids),
+    });
     const agents = new AgentService(db.sql, {
       initial: async (_teamId, patch) => {
         const base = createDefaultDraft();
@@ -137,6 +156,49 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     mountToolRoutes(http, new ToolService(db.sql, box));
     mountKnowledgeRoutes(http, new KnowledgeService(db.sql));
     mountDraftRoutes(http, new DraftService(db.sql, box, references, pin));
+
+    // Speech synthesis: /v1/tts, /v1/tts/stream/with-timestamp, wss /v1/tts/live, with tracing.
+    const tracing = startTracing({ env: opts.env ?? process.env });
+    cleanups.push(() => tracing.shutdown());
+    const tts = new TtsService({
+      inference, sql: db.sql, log, tracing,
+      resolveVoice: noVoices, // until the voice-model service is wired: (teamId, id) => resolveVoice(db.sql, teamId, id)
+      authenticate: (token, messages) => verifier!.verify(token, messages),
+    });
+    mountTtsRoutes(http, tts);
+    mountLiveRoute(http, tts);
+
+    // Speech: transcription (credit check, usage in seconds) and voice models (issue 5).
+    const asr = new AsrService(inference, {
+      log,
+      credit: new CreditGate(db.sql),
+      onTranscribed: async (u) => void (await recordUsage(db.sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
+    });
+    mountAsrRoutes(http, asr);
+    mountVoiceRoutes(http, new VoiceService(db.sql, inference, log));
+
+    // Session runtime (issue 7): the supervisor of every session actor on this node, and the
+    // websocket transport at /v1/agent/sessions/connect. Its cleanup runs before the store closes.
+    const runtime = new SessionRuntime({ sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry });
+    await runtime.start();
+    cleanups.push(() => runtime.close(config.drainTimeoutMs));
+    mountWebsocketTransport(http, runtime, log);
+    runtimes.set(http, runtime);
+
+    // Sessions (issue 7): creation, end, list, read. `hasCapacity` becomes the supervisor's once
+    // the session runtime exists; until then every node accepts (PARLEY_MAX_SESSIONS unused).
+    const sessions = new SessionService({
+      sql: db.sql,
+      state,
+      box,
+      pricePerMinuteMicros: config.sessionPricePerMinuteMicros,
+      publicRatePerAgent: config.publicRatePerAgent,
+      publicRatePerIp: config.publicRatePerIp,
+      hasCapacity: () => runtime.hasCapacity(),
+      mintTransportToken: config.livekit ? livekitMinter(config.livekit) : undefined,
+      livekitUrl: config.livekit?.url,
+    });
+    mountSessionRoutes(http, sessions);
 
     http.starting = false;
     health.ready = true;

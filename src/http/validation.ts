@@ -33,6 +33,10 @@ export function issuesToFields(where: Location, issues: readonly z.core.$ZodIssu
         out.push({ type: `too_small_${issue.origin}`, loc, msg: issue.message, ctx: { minimum: Number(issue.minimum), inclusive: issue.inclusive ?? true } });
         break;
       case 'invalid_value':
+        if (issue.input === null) {
+          out.push({ type: 'null_forbidden', loc, msg: 'Null is not allowed; omit the field instead', ctx: {} });
+          break;
+        }
         out.push({ type: 'enum', loc, msg: issue.message, ctx: { expected: issue.values.map(String) } });
         break;
       case 'invalid_format':

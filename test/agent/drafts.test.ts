@@ -176,3 +176,22 @@ t.test('concurrent PATCHes of different sections both land', async (t) => {
 t.test('every response above matched its documented schema', async (t) => {
   t.ok(oas.checked > 30, `${oas.checked} responses checked`);
 });
+
+t.test('publish pins the attached tools as they were and the knowledge revisions in use', async (t) => {
+  const { getVersion } = await import('../../src/store/drafts.ts');
+  const id = await newAgent('pinning');
+  const tool = await app.req('POST', '/v1/agent/tools', { tool_type: 'webhook', name: 'Lookup', description: 'finds orders', arguments: [{ name: 'order', description: 'id' }], url: 'https://example.com/orders/{{order}}' });
+  t.equal(tool.status, 201);
+  const form = new FormData();
+  form.set('source', new Blob(['Refunds take five days.'], { type: 'text/plain' }), 'faq.txt');
+  const ks = await fetch(`${app.url}/v1/agent/knowledge-sources`, { method: 'POST', headers: app.auth, body: form }).then((r) => r.json());
+  t.ok(ks.knowledge_source_id);
+  t.equal((await patch(id, { tools: { tool_ids: [tool.body.tool_id] }, knowledge_base: { enabled: true, knowledge_source_ids: [ks.knowledge_source_id] } })).status, 200);
+  const v = await publish(id);
+  await app.req('PATCH', `/v1/agent/tools/${tool.body.tool_id}`, { description: 'changed later' });
+  const row = await getVersion(app.db.sql, app.teamId, id, v.body.version_number);
+  const pinned = row!.pinned as { tools: { id: string; description: string }[]; knowledge: { id: string; revision: number }[] };
+  t.equal(pinned.tools.length, 1);
+  t.equal(pinned.tools[0]!.description, 'finds orders', 'the frozen copy keeps the description as published');
+  t.same(pinned.knowledge, [{ id: ks.knowledge_source_id, revision: 1 }]);
+});

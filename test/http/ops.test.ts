@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 
-const app = await startTestServer();
+const app = await startTestServer({ backend: 'synthetic' });
 t.teardown(() => app.close());
 
 t.test('GET /health reports liveness and each component', async (t) => {
@@ -11,6 +11,7 @@ t.test('GET /health reports liveness and each component', async (t) => {
   t.equal(res.body.components.http.status, 'ok', 'the native uWebSockets.js binding loaded');
   t.equal(res.body.components.database.status, 'ok');
   t.equal(res.body.components.shared_state.status, 'ok');
+  t.equal(res.body.components.inference.status, 'ok', 'the inference backend answers over gRPC');
 });
 
 t.test('GET /ready is 200 once migrations ran and dependencies answer', async (t) => {
