@@ -25,18 +25,17 @@ import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
 import { currentKnowledgeRevisions, knowledgeSourceIdsOf } from './store/knowledge.ts';
 import { migrate } from './store/migrate.ts';
-import { createInferenceClient, type InferenceClient } from './inference/index.ts';
-import { startNativeBackend, type NativeBackendProcess } from './native-backend.ts';
+import { createInferenceClient, spawnNativeBackend, type InferenceClient, type NativeProcess } from './inference/index.ts';
 import { frozenToolsForPublish, toolIdsOf } from './store/tools.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
 import { mountLiveRoute } from './speech/live.ts';
-import { noVoices, TtsService } from './speech/tts.ts';
+import { TtsService } from './speech/tts.ts';
 import { mountTtsRoutes } from './speech/tts-routes.ts';
 import { AsrService } from './speech/asr.ts';
 import { CreditGate, recordUsage } from './speech/usage.ts';
 import { mountAsrRoutes } from './speech/asr-routes.ts';
-import { VoiceService } from './speech/voices.ts';
+import { resolveVoice, VoiceService } from './speech/voices.ts';
 import { mountVoiceRoutes } from './speech/voices-routes.ts';
 
 export interface Platform {
@@ -49,7 +48,7 @@ export interface Platform {
   /** Every model call goes through this client to an inference backend over gRPC. */
   inference: InferenceClient;
   /** The native backend child process, when this platform started one. */
-  nativeBackend?: NativeBackendProcess;
+  nativeBackend?: NativeProcess;
   health: Health;
   metrics: Metrics;
   /** `http://127.0.0.1:<port>` */
@@ -115,15 +114,25 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     health.register('shared_state', async () => (await state.ping(), { status: 'ok', detail: state.kind }));
 
     // Inference: the native backend as a child process (embedded default), then the client.
-    let nativeBackend: NativeBackendProcess | undefined;
+    let nativeBackend: NativeProcess | undefined;
     if (config.startNativeBackend) {
-      nativeBackend = await startNativeBackend({ address: config.backendAddress, engine: config.speechEngine, log });
+      let lastExit = '';
+      nativeBackend = await spawnNativeBackend({
+        address: config.backendAddress,
+        engine: config.speechEngine,
+        onEvent: (e) => {
+          if (e.type === 'running') log.info({ address: e.address, pid: e.pid, engine: config.speechEngine }, 'native backend ready');
+          else if (e.type === 'exited') log.error({ code: e.code, signal: e.signal }, 'native backend exited');
+          if (e.type === 'exited') lastExit = `exited (${e.code ?? e.signal})`;
+        },
+      });
       cleanups.push(() => nativeBackend!.stop());
-      health.register('native_backend', async () =>
-        nativeBackend!.running ? { status: 'ok', detail: `${nativeBackend!.address}, restarts ${nativeBackend!.restarts}` } : { status: 'down', detail: `restarting: ${nativeBackend!.lastError ?? 'exited'}` },
-        { requiredForReady: false });
+      health.register('native_backend', async () => {
+        const st = nativeBackend!.status();
+        return st.running ? { status: 'ok', detail: `${nativeBackend!.address}, restarts ${st.restarts}` } : { status: 'down', detail: `restarting: ${lastExit}` };
+      }, { requiredForReady: false });
     }
-    const inference = createInferenceClient({ nativeAddress: config.backendAddress, backends: config.inferenceBackends ?? '' });
+    const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress, backends: config.inferenceBackends ?? '' });
     cleanups.push(() => inference.close());
     health.register('inference', async () => {
       const all = await inference.health({ timeoutMs: 1500 });
@@ -162,7 +171,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     cleanups.push(() => tracing.shutdown());
     const tts = new TtsService({
       inference, sql: db.sql, log, tracing,
-      resolveVoice: noVoices, // until the voice-model service is wired: (teamId, id) => resolveVoice(db.sql, teamId, id)
+      resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id),
       authenticate: (token, messages) => verifier!.verify(token, messages),
     });
     mountTtsRoutes(http, tts);

@@ -1,0 +1,102 @@
+// Small PCM helpers for the native backend: 16-bit mono samples only.
+
+/** Little-endian bytes of 16-bit samples (a copy, safe to send). */
+export function pcmBytes(pcm: Int16Array): Uint8Array {
+  const out = new Uint8Array(pcm.length * 2);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < pcm.length; i++) view.setInt16(i * 2, pcm[i], true);
+  return out;
+}
+
+/** Samples from little-endian bytes; a trailing odd byte is dropped. */
+export function bytesToPcm(bytes: Uint8Array): Int16Array {
+  const n = bytes.byteLength >> 1;
+  const out = new Int16Array(n);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, n * 2);
+  for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
+  return out;
+}
+
+/** Multiply by a gain given in decibels, clamping to the 16-bit range. */
+export function applyGainDb(pcm: Int16Array, db: number): Int16Array {
+  if (!db) return pcm;
+  const g = Math.pow(10, db / 20);
+  const out = new Int16Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) out[i] = Math.max(-32768, Math.min(32767, Math.round(pcm[i] * g)));
+  return out;
+}
+
+/** Linear-interpolation resampling; good enough for espeak's band-limited speech. */
+export function resampleLinear(pcm: Int16Array, fromHz: number, toHz: number): Int16Array {
+  if (fromHz === toHz || pcm.length === 0) return pcm;
+  const n = Math.max(1, Math.round((pcm.length * toHz) / fromHz));
+  const out = new Int16Array(n);
+  const step = fromHz / toHz;
+  for (let i = 0; i < n; i++) {
+    const x = i * step;
+    const i0 = Math.floor(x);
+    const i1 = Math.min(i0 + 1, pcm.length - 1);
+    const f = x - i0;
+    out[i] = Math.round(pcm[Math.min(i0, pcm.length - 1)] * (1 - f) + pcm[i1] * f);
+  }
+  return out;
+}
+
+/** A WAV header for 16-bit mono; `dataBytes` 0xffffffff marks a stream of unknown length. */
+export function wavHeader(sampleRateHz: number, dataBytes = 0xffffffff): Uint8Array {
+  const h = new Uint8Array(44);
+  const v = new DataView(h.buffer);
+  const ascii = (o: number, s: string) => { for (let i = 0; i < s.length; i++) h[o + i] = s.charCodeAt(i); };
+  ascii(0, 'RIFF');
+  v.setUint32(4, dataBytes === 0xffffffff ? 0xffffffff : 36 + dataBytes, true);
+  ascii(8, 'WAVE');
+  ascii(12, 'fmt ');
+  v.setUint32(16, 16, true);
+  v.setUint16(20, 1, true);
+  v.setUint16(22, 1, true);
+  v.setUint32(24, sampleRateHz, true);
+  v.setUint32(28, sampleRateHz * 2, true);
+  v.setUint16(32, 2, true);
+  v.setUint16(34, 16, true);
+  ascii(36, 'data');
+  v.setUint32(40, dataBytes, true);
+  return h;
+}
+
+/** Parses a PCM WAV file (any channel count, 8/16/32-bit int or 32-bit float) into mono 16-bit. */
+export function parseWav(bytes: Uint8Array): { pcm: Int16Array; sampleRateHz: number } | null {
+  const text = (o: number, n: number) => String.fromCharCode(...bytes.subarray(o, o + n));
+  if (bytes.byteLength < 12 || text(0, 4) !== 'RIFF' || text(8, 4) !== 'WAVE') return null;
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let off = 12;
+  let fmt: { format: number; channels: number; rate: number; bits: number } | null = null;
+  while (off + 8 <= bytes.byteLength) {
+    const id = text(off, 4);
+    let size = v.getUint32(off + 4, true);
+    const body = off + 8;
+    if (id === 'fmt ') {
+      fmt = { format: v.getUint16(body, true), channels: v.getUint16(body + 2, true), rate: v.getUint32(body + 4, true), bits: v.getUint16(body + 14, true) };
+      if (fmt.format === 0xfffe) fmt.format = v.getUint16(body + 24, true);
+    } else if (id === 'data' && fmt) {
+      if (size === 0xffffffff || body + size > bytes.byteLength) size = bytes.byteLength - body;
+      const bps = fmt.bits / 8;
+      const frames = Math.floor(size / (bps * fmt.channels));
+      const out = new Int16Array(frames);
+      for (let i = 0; i < frames; i++) {
+        let sum = 0;
+        for (let c = 0; c < fmt.channels; c++) {
+          const p = body + (i * fmt.channels + c) * bps;
+          if (fmt.format === 3 && fmt.bits === 32) sum += v.getFloat32(p, true) * 32767;
+          else if (fmt.bits === 16) sum += v.getInt16(p, true);
+          else if (fmt.bits === 8) sum += (v.getUint8(p) - 128) * 256;
+          else if (fmt.bits === 32) sum += v.getInt32(p, true) / 65536;
+          else if (fmt.bits === 24) sum += ((v.getUint8(p) | (v.getUint8(p + 1) << 8) | (v.getInt8(p + 2) << 16)) / 256);
+        }
+        out[i] = Math.max(-32768, Math.min(32767, Math.round(sum / fmt.channels)));
+      }
+      return { pcm: out, sampleRateHz: fmt.rate };
+    }
+    off = body + size + (size & 1);
+  }
+  return null;
+}

@@ -1,0 +1,40 @@
+/** Text with its time span, in milliseconds from the start of the piece it belongs to. */
+export interface Timed {
+  text: string;
+  startMs: number;
+  endMs: number;
+}
+
+/** One synthesized piece of speech; timings are relative to the piece's first sample. */
+export interface SpeechPiece {
+  pcm: Int16Array;
+  sampleRateHz: number;
+  words: Timed[];
+  chars: Timed[];
+}
+
+export interface SpeechOptions {
+  /** BCP-47 language (primary subtag is what matters); '' = engine default. */
+  language: string;
+  /** Rate multiplier, 0.5 to 2. */
+  speed: number;
+  /** Wanted sample rate; 0 = the engine's own. */
+  sampleRateHz: number;
+  /** Voice id from `voices`, or '' for the default. */
+  voice: string;
+}
+
+/** A speech engine. `synthesize` does the CPU work of one text segment. */
+export interface SpeechEngine {
+  readonly name: string;
+  readonly defaultSampleRateHz: number;
+  readonly languages: string[];
+  readonly voices: { id: string; name: string; languages: string[] }[];
+  /** Sample rates it produces natively (others are resampled by the caller), [] = any. */
+  readonly sampleRatesHz: number[];
+  synthesize(text: string, opts: SpeechOptions, signal: AbortSignal): Promise<SpeechPiece>;
+  /** Optional start-up work (loading models, spawning workers) done before the server says it is ready. */
+  warm?(): Promise<void>;
+  health(): { ok: boolean; detail: string };
+  close(): Promise<void>;
+}

@@ -1,0 +1,124 @@
+// The native inference backend: a standalone gRPC server implementing
+// proto/inference/v1/inference.proto with the espeak, synthetic and scripted engines.
+//
+//   npm run backend                        # listens on BACKEND_ADDRESS (127.0.0.1:50051)
+//   PARLEY_SPEECH_ENGINE=synthetic npm run backend
+//
+// Environment: BACKEND_ADDRESS; PARLEY_SPEECH_ENGINE (espeak | synthetic, default espeak);
+// PARLEY_SYNTHETIC_TTFA_MS (time to first audio, default 0); PARLEY_SYNTHETIC_PACING
+// (fast | realtime, default fast); PARLEY_CHUNK_MS (audio per chunk, default 100);
+// PARLEY_MAX_CALLS (concurrent calls, default 4096).
+// When run as a program it prints one line `{"ready":true,"address":"host:port"}` on
+// stdout once it listens, and stops on SIGTERM/SIGINT.
+import * as grpc from '@grpc/grpc-js';
+import { pino, type Logger } from 'pino';
+import { pathToFileURL } from 'node:url';
+import { inferenceServiceDefinition } from '../src/inference/grpc-service.ts';
+import { createEspeakEngine } from './engines/espeak.ts';
+import { createSyntheticEngine } from './engines/synthetic-engine.ts';
+import type { SpeechEngine } from './engines/types.ts';
+import { createService, LIMITS, type CallInfo } from './service.ts';
+import type { Pacing } from './speech.ts';
+
+export interface BackendOptions {
+  /** host:port to listen on; port 0 picks a free port. Default BACKEND_ADDRESS or 127.0.0.1:50051. */
+  address?: string;
+  /** Engine behind the speech model ids. Default PARLEY_SPEECH_ENGINE or `espeak`. */
+  engine?: 'espeak' | 'synthetic';
+  /** Time to first audio in milliseconds (all speech engines). Default PARLEY_SYNTHETIC_TTFA_MS or 0. */
+  timeToFirstAudioMs?: number;
+  /** `fast` (default) or `realtime` pacing. */
+  pacing?: Pacing['mode'];
+  /** Audio per chunk in milliseconds. Default 100. */
+  chunkMs?: number;
+  /** Concurrent calls before RESOURCE_EXHAUSTED. Default 4096. */
+  maxConcurrentCalls?: number;
+  /** espeak worker threads. Default min(2, cores). */
+  espeakWorkers?: number;
+  /** synthetic engine worker threads. Default min(4, cores). */
+  syntheticWorkers?: number;
+  /** Observes every call's metadata (traceparent, x-request-id, x-team-id). */
+  onCall?: (info: CallInfo) => void;
+  /** Logger (default: silent in-process; the program logs to stderr at LOG_LEVEL, default info). */
+  logger?: Logger;
+}
+
+export interface Backend {
+  /** The address it listens on, with the real port. */
+  address: string;
+  /** Stops accepting, cancels calls in progress and stops the engines. */
+  close(): Promise<void>;
+  /** Calls in progress and engine work done so far (segments synthesized). */
+  stats(): { activeCalls: number; segmentsSynthesized: number };
+}
+
+function envNumber(name: string, fallback: number): number {
+  const v = process.env[name];
+  return v === undefined || v === '' || !Number.isFinite(Number(v)) ? fallback : Number(v);
+}
+
+/** Starts the native backend in this process. */
+export async function startBackend(opts: BackendOptions = {}): Promise<Backend> {
+  const address = opts.address ?? process.env.BACKEND_ADDRESS ?? '127.0.0.1:50051';
+  const speechName = opts.engine ?? (process.env.PARLEY_SPEECH_ENGINE as BackendOptions['engine']) ?? 'espeak';
+  if (speechName !== 'espeak' && speechName !== 'synthetic') throw new Error(`PARLEY_SPEECH_ENGINE must be espeak or synthetic, not ${speechName}`);
+  const synthetic = createSyntheticEngine({ workers: opts.syntheticWorkers });
+  const engines: Record<string, SpeechEngine> = { espeak: createEspeakEngine({ workers: opts.espeakWorkers }), synthetic };
+  // The speech engine and the recognizer load before the server says it is ready.
+  await Promise.all([engines[speechName].warm?.(), synthetic.warm?.()]);
+  const { handlers, stats } = createService({
+    speech: engines[speechName],
+    engines,
+    recognize: (pcm, rate) => synthetic.recognize(pcm, rate),
+    pacing: {
+      timeToFirstAudioMs: opts.timeToFirstAudioMs ?? envNumber('PARLEY_SYNTHETIC_TTFA_MS', 0),
+      mode: opts.pacing ?? (process.env.PARLEY_SYNTHETIC_PACING === 'realtime' ? 'realtime' : 'fast'),
+    },
+    chunkMs: opts.chunkMs ?? envNumber('PARLEY_CHUNK_MS', 100),
+    maxConcurrentCalls: opts.maxConcurrentCalls ?? envNumber('PARLEY_MAX_CALLS', 4096),
+    onCall: opts.onCall,
+    logger: opts.logger ?? pino({ level: 'silent' }),
+  });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': LIMITS.maxMessageBytes,
+    'grpc.max_send_message_length': LIMITS.maxMessageBytes,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+    'grpc.max_concurrent_streams': 100_000,
+  });
+  server.addService(inferenceServiceDefinition, handlers);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  const host = address.slice(0, address.lastIndexOf(':'));
+  let closed: Promise<void> | null = null;
+  return {
+    address: `${host}:${port}`,
+    stats,
+    close: () =>
+      (closed ??= (async () => {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(() => { server.forceShutdown(); resolve(); }, 1000);
+          server.tryShutdown(() => { clearTimeout(t); resolve(); });
+        });
+        await Promise.all(Object.values(engines).map((e) => e.close()));
+      })()),
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2));
+  startBackend({ logger }).then(
+    (backend) => {
+      logger.info({ address: backend.address, engine: process.env.PARLEY_SPEECH_ENGINE ?? 'espeak' }, 'native backend listening');
+      process.stdout.write(`${JSON.stringify({ ready: true, address: backend.address })}\n`);
+      const stop = () => { backend.close().then(() => process.exit(0)); };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+    },
+    (err) => {
+      process.stderr.write(`${JSON.stringify({ ready: false, error: String(err?.message ?? err) })}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,447 @@
+// The native backend's implementation of inference.v1.InferenceService.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { create } from '@bufbuild/protobuf';
+import {
+  AudioEncoding,
+  CapabilitiesResponseSchema,
+  CommittedSchema,
+  EngineHealthSchema,
+  FinishReason,
+  FinishSchema,
+  GenerateResponseSchema,
+  HealthResponseSchema,
+  LimitsSchema,
+  ModelInfoSchema,
+  ModelKind,
+  OutputFormatInfoSchema,
+  SegmentSchema,
+  ServingStatus,
+  SpeechEventSchema,
+  SynthesizeStreamResponseSchema,
+  ToolCallSchema,
+  TranscribeResponseSchema,
+  TranscribeStreamResponseSchema,
+  UsageSchema,
+  VoiceInfoSchema,
+  type SynthesizeRequest,
+  type TranscribeConfig,
+  type TranscribeStreamResponse,
+} from '../src/gen/inference/v1/inference_pb.ts';
+import type { InferenceServiceHandlers } from '../src/inference/grpc-service.ts';
+import { bytesToPcm, parseWav } from './audio.ts';
+import { runScripted } from './engines/scripted.ts';
+import { createStreamRecognizer, MissingEngineError, type Recognized, type StreamEvent } from './engines/synthetic-engine.ts';
+import type { SpeechEngine, Timed } from './engines/types.ts';
+import { segmentText, SpeechTimeline, speechStats, type Pacing } from './speech.ts';
+
+/** Model names the native backend serves. */
+export const SPEECH_MODELS = ['s2.1-pro', 's2.1-pro-free', 's2-pro', 's1'];
+export const TRANSCRIPTION_MODELS = ['transcribe-1'];
+export const CHAT_MODELS = ['scripted'];
+export const LIMITS = { maxTextChars: 20_000, maxAudioMs: 30 * 60_000, maxMessageBytes: 64 * 1024 * 1024 };
+
+export interface ServiceOptions {
+  /** The engine behind SPEECH_MODELS (PARLEY_SPEECH_ENGINE). */
+  speech: SpeechEngine;
+  /** Every engine by name; the model names `espeak` and `synthetic` select one directly. */
+  engines: Record<string, SpeechEngine>;
+  /** Whole-recording recognition (the synthetic engine's recognizer). */
+  recognize: (pcm: Int16Array, sampleRateHz: number) => Promise<Recognized>;
+  pacing: Pacing;
+  /** Audio per chunk, in milliseconds. */
+  chunkMs: number;
+  /** Calls served at once; more get RESOURCE_EXHAUSTED. */
+  maxConcurrentCalls: number;
+  /** Observes every call with the metadata the platform sends (for logs and tests). */
+  onCall?: (info: CallInfo) => void;
+  logger: Logger;
+}
+
+/** What a call's metadata says about it. */
+export interface CallInfo {
+  rpc: string;
+  traceparent: string;
+  requestId: string;
+  teamId: string;
+}
+
+/** A gRPC status error. */
+export class StatusError extends Error {
+  constructor(readonly code: grpc.status, readonly details: string) {
+    super(details);
+  }
+}
+
+const invalid = (msg: string) => new StatusError(grpc.status.INVALID_ARGUMENT, msg);
+
+function toStatus(err: unknown): StatusError {
+  if (err instanceof StatusError) return err;
+  if (err instanceof MissingEngineError) return new StatusError(grpc.status.UNAVAILABLE, err.message);
+  if (err instanceof Error && err.name === 'AbortError') return new StatusError(grpc.status.CANCELLED, 'cancelled');
+  return new StatusError(grpc.status.INTERNAL, err instanceof Error ? err.message : String(err));
+}
+
+/** Sends a status error on any kind of server call. */
+function fail(call: { emit(e: 'error', err: grpc.ServiceError): unknown; cancelled?: boolean }, err: unknown) {
+  if (call.cancelled) return;
+  const s = toStatus(err);
+  call.emit('error', Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() }));
+}
+
+/** Writes with backpressure; rejects when the call was cancelled. */
+function writer<T>(call: grpc.ServerWritableStream<unknown, T> | grpc.ServerDuplexStream<unknown, T>, signal: AbortSignal) {
+  return async (msg: T) => {
+    signal.throwIfAborted();
+    if (!call.write(msg)) {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.once('drain', () => { signal.removeEventListener('abort', onAbort); resolve(); });
+      });
+    }
+  };
+}
+
+function abortOn(call: { on(event: 'cancelled', listener: () => void): unknown }): AbortController {
+  const ac = new AbortController();
+  call.on('cancelled', () => ac.abort(Object.assign(new Error('cancelled'), { name: 'AbortError' })));
+  return ac;
+}
+
+export function createService(o: ServiceOptions): { handlers: InferenceServiceHandlers; stats: () => { activeCalls: number; segmentsSynthesized: number } } {
+  let activeCalls = 0;
+  /** Sends the error to the caller; internal failures are logged. */
+  const report = (call: Parameters<typeof fail>[0], err: unknown) => {
+    if (toStatus(err).code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
+    fail(call, err);
+  };
+  const observe = (rpc: string, md: grpc.Metadata) => {
+    const get = (k: string) => String(md.get(k)[0] ?? '');
+    const info = { rpc, traceparent: get('traceparent'), requestId: get('x-request-id'), teamId: get('x-team-id') };
+    o.logger.debug(info, 'call');
+    o.onCall?.(info);
+  };
+
+  /** Counts a call for the concurrency limit and Health; returns its release. */
+  function admit(): () => void {
+    if (activeCalls >= o.maxConcurrentCalls) throw new StatusError(grpc.status.RESOURCE_EXHAUSTED, 'backend at its concurrency limit');
+    activeCalls++;
+    let done = false;
+    return () => { if (!done) { done = true; activeCalls--; } };
+  }
+
+  function speechEngineFor(model: string): SpeechEngine {
+    if (!model || SPEECH_MODELS.includes(model)) return o.speech;
+    const e = o.engines[model];
+    if (e) return e;
+    throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${model}`);
+  }
+
+  /** Validates a synthesis configuration; returns the engine and the per-call options. */
+  function speechConfig(req: SynthesizeRequest, streaming: boolean) {
+    const engine = speechEngineFor(req.model);
+    if (!streaming && !req.text.trim()) throw invalid('text: must not be empty');
+    if (Array.from(req.text).length > LIMITS.maxTextChars) throw invalid(`text: at most ${LIMITS.maxTextChars} characters`);
+    const voice = req.referenceId;
+    if (voice && !engine.voices.some((v) => v.id === voice)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
+    const speed = req.prosody?.speed || 1;
+    if (speed < 0.5 || speed > 2) throw invalid('prosody.speed: must be between 0.5 and 2');
+    const volumeDb = req.prosody?.volumeDb ?? 0;
+    if (volumeDb < -20 || volumeDb > 20) throw invalid('prosody.volume_db: must be between -20 and 20');
+    const chunkLength = req.chunkLength || 200;
+    if (chunkLength < 100 || chunkLength > 300) throw invalid('chunk_length: must be between 100 and 300');
+    const encoding = req.output?.encoding || AudioEncoding.PCM_S16LE;
+    if (encoding !== AudioEncoding.PCM_S16LE && encoding !== AudioEncoding.WAV) throw invalid('output.encoding: this backend produces PCM_S16LE or WAV only');
+    const rate = req.output?.sampleRateHz ?? 0;
+    if (rate && (rate < 8000 || rate > 48000)) throw invalid('output.sample_rate_hz: must be between 8000 and 48000');
+    return {
+      engine,
+      chunkLength,
+      opts: { language: req.language, speed, voice, volumeDb, sampleRateHz: rate, encoding, chunkMs: o.chunkMs, pacing: o.pacing },
+    };
+  }
+
+  const handlers: InferenceServiceHandlers = {
+    synthesize(call) {
+      observe('synthesize', call.metadata);
+      const ac = abortOn(call);
+      let release = () => {};
+      (async () => {
+        release = admit();
+        const { engine, opts, chunkLength } = speechConfig(call.request, false);
+        const timeline = new SpeechTimeline(engine, opts, ac.signal);
+        await timeline.run(segmentText(call.request.text, chunkLength), writer(call, ac.signal), true);
+        call.end();
+      })()
+        .catch((err) => report(call, err))
+        .finally(() => release());
+    },
+
+    synthesizeStream(call) {
+      observe('synthesizeStream', call.metadata);
+      const ac = abortOn(call);
+      let release = () => {};
+      const write = writer(call, ac.signal);
+      // Requests are handled in order by one loop; text waits in `buffer` until a sentence
+      // ends, it grows past chunk_length, a flush arrives, or the caller half-closes.
+      const queue: ({ text: string } | { flush: bigint } | { end: true } | { config: SynthesizeRequest })[] = [];
+      let wake: (() => void) | null = null;
+      const push = (e: (typeof queue)[number]) => { queue.push(e); wake?.(); };
+      call.on('data', (m: (typeof call extends grpc.ServerDuplexStream<infer R, unknown> ? R : never)) => {
+        const ev = m.event;
+        if (ev.case === 'config') push({ config: ev.value });
+        else if (ev.case === 'text') push({ text: ev.value });
+        else if (ev.case === 'flush') push({ flush: ev.value.id });
+      });
+      call.on('end', () => push({ end: true }));
+      (async () => {
+        release = admit();
+        let timeline: SpeechTimeline | null = null;
+        let chunkLength = 200;
+        let buffer = '';
+        const speak = async (text: string, final: boolean) => {
+          if (!timeline) throw invalid('config: the first message must be a config');
+          const segs = segmentText(text, chunkLength);
+          if (segs.length || final) await timeline.run(segs, (c) => write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } })), final);
+        };
+        ac.signal.addEventListener('abort', () => wake?.(), { once: true });
+        for (;;) {
+          if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+          wake = null;
+          ac.signal.throwIfAborted();
+          const e = queue.shift()!;
+          if ('config' in e) {
+            if (timeline) throw invalid('config: only the first message may be a config');
+            if (e.config.text) throw invalid('config.text: must be empty in SynthesizeStream');
+            const c = speechConfig(e.config, true);
+            chunkLength = c.chunkLength;
+            timeline = new SpeechTimeline(c.engine, c.opts, ac.signal);
+          } else if ('text' in e) {
+            if (!timeline) throw invalid('config: the first message must be a config');
+            buffer += e.text;
+            // Speak complete sentences now; keep the unfinished tail.
+            const segs = segmentText(buffer, chunkLength);
+            const complete = /[.!?。！？…\n]["')\]」』]*\s+$/u.test(buffer) ? segs : segs.slice(0, -1);
+            if (complete.length) {
+              const text = complete.join('');
+              buffer = buffer.slice(text.length);
+              await speak(text, false);
+            }
+          } else if ('flush' in e) {
+            const text = buffer;
+            buffer = '';
+            await speak(text, true);
+            await write(create(SynthesizeStreamResponseSchema, { event: { case: 'flushed', value: { id: e.flush } } }));
+          } else {
+            if (buffer) await speak(buffer, true);
+            call.end();
+            return;
+          }
+        }
+      })()
+        .catch((err) => report(call, err))
+        .finally(() => release());
+    },
+
+    transcribe(call, callback) {
+      observe('transcribe', call.metadata);
+      let config: TranscribeConfig | undefined;
+      const parts: Uint8Array[] = [];
+      let size = 0;
+      let release = () => {};
+      let failed = false;
+      try {
+        release = admit();
+      } catch (err) {
+        failed = true;
+        callback(toGrpcError(err));
+      }
+      call.on('data', (m) => {
+        if (!config && m.config) config = m.config;
+        if (failed || !m.audio.length) return;
+        parts.push(m.audio);
+        size += m.audio.length;
+        // 30 minutes of 48 kHz 16-bit audio; more is refused before it fills the memory.
+        if (size > (LIMITS.maxAudioMs / 1000) * 48000 * 2) {
+          failed = true;
+          parts.length = 0;
+          release();
+          callback(toGrpcError(invalid('audio: longer than the backend accepts')));
+        }
+      });
+      call.on('end', async () => {
+        if (failed) return;
+        try {
+          if (!config) throw invalid('config: the first message must carry a config');
+          checkTranscriptionModel(config.model);
+          const all = new Uint8Array(size);
+          let off = 0;
+          for (const p of parts) { all.set(p, off); off += p.length; }
+          const { pcm, sampleRateHz } = decodeInput(config, all);
+          if ((pcm.length / sampleRateHz) * 1000 > LIMITS.maxAudioMs) throw invalid('audio: longer than the backend accepts');
+          const r = await o.recognize(pcm, sampleRateHz);
+          const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
+          const segments = r.words.length ? [{ text: r.text, startMs: r.words[0].startMs, endMs: r.words[r.words.length - 1].endMs }] : [];
+          callback(null, create(TranscribeResponseSchema, { text: r.text, durationMs: r.durationMs, words: r.words.map(seg), segments: segments.map(seg), language: config.language }));
+        } catch (err) {
+          callback(toGrpcError(err));
+        } finally {
+          release();
+        }
+      });
+      call.on('cancelled', () => release());
+    },
+
+    transcribeStream(call) {
+      observe('transcribeStream', call.metadata);
+      const ac = abortOn(call);
+      let release = () => {};
+      let decoder: ReturnType<typeof createStreamRecognizer> | null = null;
+      let rateHz = 0;
+      const write = writer(call, ac.signal);
+      let chain = Promise.resolve();
+      const send = (events: StreamEvent[], forceCommit: boolean) => {
+        let committed = false;
+        for (const ev of events) {
+          let out: TranscribeStreamResponse['event'];
+          if (ev.type === 'speech_started') out = { case: 'speechStarted', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
+          else if (ev.type === 'speech_ended') out = { case: 'speechEnded', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
+          else if (ev.type === 'partial') out = { case: 'partial', value: ev.text };
+          else {
+            committed = true;
+            out = { case: 'committed', value: create(CommittedSchema, { text: ev.text, words: ev.words.map((w) => create(SegmentSchema, w)) }) };
+          }
+          chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: out })));
+        }
+        if (forceCommit && !committed) chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: { case: 'committed', value: create(CommittedSchema, {}) } })));
+      };
+      const stop = (err: unknown) => { ac.abort(err); report(call, err); release(); };
+      try {
+        release = admit();
+      } catch (err) {
+        report(call, err);
+        return;
+      }
+      call.on('data', (m) => {
+        if (ac.signal.aborted) return;
+        try {
+          const ev = m.event;
+          if (ev.case === 'config') {
+            if (decoder) throw invalid('config: only the first message may be a config');
+            checkTranscriptionModel(ev.value.model);
+            const enc = ev.value.input?.encoding || AudioEncoding.PCM_S16LE;
+            if (enc !== AudioEncoding.PCM_S16LE) throw invalid('config.input.encoding: TranscribeStream takes PCM_S16LE frames');
+            rateHz = ev.value.input?.sampleRateHz ?? 0;
+            if (rateHz < 8000 || rateHz > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000');
+            decoder = createStreamRecognizer(rateHz);
+          } else if (!decoder) {
+            throw invalid('config: the first message must be a config');
+          } else if (ev.case === 'audio') {
+            send(decoder.push(bytesToPcm(ev.value)), false);
+          } else if (ev.case === 'commit') {
+            send(decoder.flush(), true);
+          }
+        } catch (err) {
+          stop(err);
+        }
+      });
+      call.on('end', () => {
+        if (ac.signal.aborted) return;
+        if (decoder) send(decoder.flush(), false);
+        chain.then(() => { call.end(); release(); }, (err) => stop(err));
+      });
+      call.on('cancelled', () => release());
+    },
+
+    generate(call) {
+      observe('generate', call.metadata);
+      const ac = abortOn(call);
+      let release = () => {};
+      (async () => {
+        release = admit();
+        const req = call.request;
+        if (req.model && !CHAT_MODELS.includes(req.model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${req.model}`);
+        if (req.messages.length === 0 && !req.structured) throw invalid('messages: must not be empty');
+        if (req.structured) {
+          try { JSON.parse(req.structured.jsonSchema); } catch { throw invalid('structured.json_schema: not valid JSON'); }
+        }
+        for (const [i, t] of req.tools.entries()) {
+          if (!t.name) throw invalid(`tools.${i}.name: required`);
+          if (t.parametersJsonSchema) { try { JSON.parse(t.parametersJsonSchema); } catch { throw invalid(`tools.${i}.parameters_json_schema: not valid JSON`); } }
+        }
+        const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
+        const write = writer(call, ac.signal);
+        for (const e of r.events) {
+          if (e.textDelta !== undefined) await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.textDelta } }));
+          else if (e.toolCall) await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, e.toolCall) } }));
+        }
+        const reason = r.finish === 'tool_calls' ? FinishReason.TOOL_CALLS : r.finish === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
+        await write(create(GenerateResponseSchema, { event: { case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens: r.inputTokens, outputTokens: r.outputTokens }) }) } }));
+        call.end();
+      })()
+        .catch((err) => report(call, err))
+        .finally(() => release());
+    },
+
+    capabilities(call, callback) {
+      observe('capabilities', call.metadata);
+      const speech = o.speech;
+      const langs = new Set<string>();
+      for (const e of Object.values(o.engines)) e.languages.forEach((l) => langs.add(l));
+      const models = [
+        ...SPEECH_MODELS.map((name, i) => create(ModelInfoSchema, { name, kind: ModelKind.SPEECH, languages: speech.languages, description: `served by the ${speech.name} engine`, isDefault: i === 0 })),
+        ...Object.keys(o.engines).map((name) => create(ModelInfoSchema, { name, kind: ModelKind.SPEECH, languages: o.engines[name].languages, description: `the ${name} engine` })),
+        create(ModelInfoSchema, { name: 'transcribe-1', kind: ModelKind.TRANSCRIPTION, description: 'synthetic speech recognizer', isDefault: true }),
+        create(ModelInfoSchema, { name: 'scripted', kind: ModelKind.CHAT, description: 'deterministic scripted chat model', isDefault: true }),
+      ];
+      callback(null, create(CapabilitiesResponseSchema, {
+        contractVersion: 'v1',
+        backend: 'parley-native 0.1.0',
+        models,
+        voices: speech.voices.map((v) => create(VoiceInfoSchema, v)),
+        languages: [...langs],
+        outputFormats: [
+          create(OutputFormatInfoSchema, { encoding: AudioEncoding.PCM_S16LE, sampleRatesHz: [] }),
+          create(OutputFormatInfoSchema, { encoding: AudioEncoding.WAV, sampleRatesHz: [] }),
+        ],
+        inputEncodings: [AudioEncoding.PCM_S16LE, AudioEncoding.WAV],
+        limits: create(LimitsSchema, { maxTextChars: LIMITS.maxTextChars, maxAudioMs: LIMITS.maxAudioMs, maxConcurrentCalls: o.maxConcurrentCalls, maxMessageBytes: LIMITS.maxMessageBytes }),
+        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', 'Generate', 'Capabilities', 'Health'],
+      }));
+    },
+
+    health(call, callback) {
+      observe('health', call.metadata);
+      const engines = Object.values(o.engines).map((e) => create(EngineHealthSchema, { name: e.name, ...e.health() }));
+      engines.push(create(EngineHealthSchema, { name: 'scripted', ok: true, detail: 'deterministic chat model' }));
+      callback(null, create(HealthResponseSchema, { status: ServingStatus.SERVING, engines, activeCalls: activeCalls }));
+    },
+  };
+
+  return { handlers, stats: () => ({ activeCalls, segmentsSynthesized: speechStats.segmentsSynthesized }) };
+}
+
+function checkTranscriptionModel(model: string) {
+  if (model && !TRANSCRIPTION_MODELS.includes(model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${model}`);
+}
+
+function decodeInput(config: TranscribeConfig, bytes: Uint8Array): { pcm: Int16Array; sampleRateHz: number } {
+  const enc = config.input?.encoding ?? AudioEncoding.UNSPECIFIED;
+  if (enc === AudioEncoding.PCM_S16LE) {
+    const rate = config.input?.sampleRateHz ?? 0;
+    if (rate < 8000 || rate > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000 for PCM_S16LE');
+    return { pcm: bytesToPcm(bytes), sampleRateHz: rate };
+  }
+  if (enc === AudioEncoding.WAV || enc === AudioEncoding.UNSPECIFIED) {
+    const w = parseWav(bytes);
+    if (w) return w;
+    throw invalid('audio: not a PCM WAV file');
+  }
+  throw invalid('config.input.encoding: this backend decodes PCM_S16LE and WAV only');
+}
+
+function toGrpcError(err: unknown): grpc.ServiceError {
+  const s = toStatus(err);
+  return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() });
+}

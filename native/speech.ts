@@ -1,0 +1,171 @@
+// Turning text into a stream of audio chunks: segmentation, pacing, chunking and the
+// per-chunk alignment, shared by Synthesize and SynthesizeStream and by every engine.
+import { create } from '@bufbuild/protobuf';
+import { AlignmentSchema, AudioChunkSchema, AudioEncoding, SegmentSchema, type AudioChunk } from '../src/gen/inference/v1/inference_pb.ts';
+import { applyGainDb, pcmBytes, wavHeader } from './audio.ts';
+import type { SpeechEngine, SpeechOptions, Timed } from './engines/types.ts';
+
+export interface Pacing {
+  /** Delay before the first audio of a call, in milliseconds. */
+  timeToFirstAudioMs: number;
+  /** `realtime`: chunks leave no faster than they play; `fast`: as soon as they exist. */
+  mode: 'realtime' | 'fast';
+}
+
+const SENTENCE_END = /[.!?。！？…\n]+["')\]」』]*\s*/gu;
+
+/**
+ * Splits text into segments of at most `maxChars` code points (soft: a word longer than
+ * that stays whole), cutting at sentence ends first, then at whitespace. Concatenating
+ * the segments gives back the text exactly.
+ */
+export function segmentText(text: string, maxChars: number): string[] {
+  const sentences: string[] = [];
+  let last = 0;
+  for (const m of text.matchAll(SENTENCE_END)) {
+    const end = m.index! + m[0].length;
+    sentences.push(text.slice(last, end));
+    last = end;
+  }
+  if (last < text.length) sentences.push(text.slice(last));
+  const out: string[] = [];
+  for (const s of sentences) {
+    const cps = Array.from(s);
+    if (cps.length <= maxChars) {
+      out.push(s);
+      continue;
+    }
+    let cur = '';
+    for (const piece of s.match(/\S+\s*|\s+/gu) ?? []) {
+      if (cur && Array.from(cur).length + Array.from(piece).length > maxChars) {
+        out.push(cur);
+        cur = '';
+      }
+      if (Array.from(piece).length > maxChars) {
+        // No whitespace to cut at (e.g. CJK): cut by code points.
+        const p = Array.from(piece);
+        for (let i = 0; i < p.length; i += maxChars) out.push(p.slice(i, i + maxChars).join(''));
+        continue;
+      }
+      cur += piece;
+    }
+    if (cur) out.push(cur);
+  }
+  return out.filter((s) => s.length > 0);
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (ms <= 0) return resolve();
+    const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+
+export interface SpeechCallOptions extends SpeechOptions {
+  volumeDb: number;
+  encoding: AudioEncoding;
+  chunkMs: number;
+  pacing: Pacing;
+}
+
+/** Counts engine work so tests and Health can observe that cancelled work stops. */
+export const speechStats = { segmentsSynthesized: 0, activeSyntheses: 0 };
+
+/**
+ * One call's audio timeline: sequence numbers, sample offsets, pacing clock. Segments are
+ * synthesized one ahead of the one being sent, so the engine works while chunks pace out.
+ */
+export class SpeechTimeline {
+  private sequence = 0n;
+  private offsetSamples = 0;
+  private rateHz = 0;
+  private startedAt = 0;
+  private wroteHeader = false;
+  constructor(
+    private readonly engine: SpeechEngine,
+    private readonly opts: SpeechCallOptions,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Synthesizes `segments` and hands out chunks; the last chunk has `final` set when `finalAtEnd`. */
+  async run(segments: string[], write: (c: AudioChunk) => Promise<void>, finalAtEnd: boolean): Promise<void> {
+    if (!this.startedAt) this.startedAt = performance.now();
+    const synth = (text: string) => {
+      speechStats.activeSyntheses++;
+      return this.engine.synthesize(text, this.opts, this.signal).finally(() => {
+        speechStats.activeSyntheses--;
+        speechStats.segmentsSynthesized++;
+      });
+    };
+    let next = segments.length > 0 ? synth(segments[0]) : null;
+    next?.catch(() => {});
+    if (segments.length === 0 && finalAtEnd) {
+      await write(this.chunk(new Int16Array(0), [], [], true));
+      return;
+    }
+    for (let i = 0; i < segments.length; i++) {
+      const piece = await next!;
+      this.signal.throwIfAborted();
+      next = i + 1 < segments.length ? synth(segments[i + 1]) : null;
+      next?.catch(() => {});
+      this.rateHz ||= piece.sampleRateHz;
+      const pcm = applyGainDb(piece.pcm, this.opts.volumeDb);
+      const baseMs = (this.offsetSamples / this.rateHz) * 1000;
+      const shift = (t: Timed) => ({ text: t.text, startMs: t.startMs + baseMs, endMs: t.endMs + baseMs });
+      const words = piece.words.map(shift);
+      const chars = piece.chars.map(shift);
+      const per = Math.max(1, Math.round((this.rateHz * this.opts.chunkMs) / 1000));
+      const lastSegment = i === segments.length - 1;
+      for (let s = 0; s < pcm.length || s === 0; s += per) {
+        const slice = pcm.subarray(s, Math.min(pcm.length, s + per));
+        const endMs = ((this.offsetSamples + slice.length) / this.rateHz) * 1000;
+        const isLast = s + per >= pcm.length;
+        // A word or character belongs to the chunk its start falls in; the segment's last
+        // chunk takes whatever is left.
+        const take = (list: Timed[]) => {
+          let n = 0;
+          while (n < list.length && (isLast || list[n].startMs < endMs)) n++;
+          return list.splice(0, n);
+        };
+        const c = this.chunk(slice, take(words), take(chars), finalAtEnd && lastSegment && isLast);
+        await this.pace(c.offsetMs);
+        await write(c);
+        if (slice.length === 0) break;
+      }
+    }
+  }
+
+  private async pace(offsetMs: number) {
+    const { timeToFirstAudioMs, mode } = this.opts.pacing;
+    const due = this.startedAt + timeToFirstAudioMs + (mode === 'realtime' ? offsetMs : 0);
+    await sleep(due - performance.now(), this.signal);
+  }
+
+  private chunk(pcm: Int16Array, words: Timed[], chars: Timed[], final: boolean): AudioChunk {
+    const rate = this.rateHz || this.opts.sampleRateHz || this.engine.defaultSampleRateHz;
+    let audio = pcmBytes(pcm);
+    if (this.opts.encoding === AudioEncoding.WAV && !this.wroteHeader) {
+      this.wroteHeader = true;
+      const h = wavHeader(rate);
+      const both = new Uint8Array(h.length + audio.length);
+      both.set(h);
+      both.set(audio, h.length);
+      audio = both;
+    }
+    const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
+    const c = create(AudioChunkSchema, {
+      audio,
+      sampleRateHz: rate,
+      encoding: this.opts.encoding === AudioEncoding.WAV ? AudioEncoding.WAV : AudioEncoding.PCM_S16LE,
+      sequence: this.sequence++,
+      offsetSamples: BigInt(this.offsetSamples),
+      offsetMs: (this.offsetSamples / rate) * 1000,
+      durationMs: (pcm.length / rate) * 1000,
+      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg) }),
+      final,
+    });
+    this.offsetSamples += pcm.length;
+    return c;
+  }
+}

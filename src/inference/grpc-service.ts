@@ -1,0 +1,81 @@
+/**
+ * The one adapter between the generated contract (src/gen, protobuf-es) and grpc-js:
+ * service definitions for servers and typed clients, derived from the descriptors, with
+ * protobuf-es binary serialization. Nothing else in the repository builds paths or
+ * serializers by hand.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from '@bufbuild/protobuf';
+import { InferenceService } from '../gen/inference/v1/inference_pb.ts';
+
+type Methods = (typeof InferenceService)['method'];
+/** Request message of an RPC, by its local name (`synthesize`, `transcribeStream`, ...). */
+export type In<K extends keyof Methods> = MessageShape<Methods[K]['input']>;
+/** Response message of an RPC. */
+export type Out<K extends keyof Methods> = MessageShape<Methods[K]['output']>;
+
+function serializer<D extends DescMessage>(desc: D) {
+  return (msg: MessageShape<D>): Buffer => {
+    const bytes = toBinary(desc, msg);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+function deserializer<D extends DescMessage>(desc: D) {
+  return (buf: Buffer): MessageShape<D> => fromBinary(desc, buf);
+}
+
+function methodDefinition(method: DescMethod): grpc.MethodDefinition<unknown, unknown> {
+  return {
+    path: `/${method.parent.typeName}/${method.name}`,
+    requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
+    responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
+    requestSerialize: serializer(method.input) as (m: unknown) => Buffer,
+    requestDeserialize: deserializer(method.input),
+    responseSerialize: serializer(method.output) as (m: unknown) => Buffer,
+    responseDeserialize: deserializer(method.output),
+    originalName: method.name,
+  };
+}
+
+/** grpc-js service definition of `inference.v1.InferenceService`, keyed by local method names. */
+export const inferenceServiceDefinition: grpc.ServiceDefinition = Object.fromEntries(
+  InferenceService.methods.map((m) => [m.localName, methodDefinition(m)]),
+);
+
+/** Full method paths, e.g. `paths.synthesize === '/inference.v1.InferenceService/Synthesize'`. */
+export const paths = Object.fromEntries(
+  InferenceService.methods.map((m) => [m.localName, `/${InferenceService.typeName}/${m.name}`]),
+) as Record<keyof Methods, string>;
+
+/** What a server implements (pass to `server.addService(inferenceServiceDefinition, impl)`). */
+export interface InferenceServiceHandlers extends grpc.UntypedServiceImplementation {
+  synthesize: grpc.handleServerStreamingCall<In<'synthesize'>, Out<'synthesize'>>;
+  synthesizeStream: grpc.handleBidiStreamingCall<In<'synthesizeStream'>, Out<'synthesizeStream'>>;
+  transcribe: grpc.handleClientStreamingCall<In<'transcribe'>, Out<'transcribe'>>;
+  transcribeStream: grpc.handleBidiStreamingCall<In<'transcribeStream'>, Out<'transcribeStream'>>;
+  generate: grpc.handleServerStreamingCall<In<'generate'>, Out<'generate'>>;
+  capabilities: grpc.handleUnaryCall<In<'capabilities'>, Out<'capabilities'>>;
+  health: grpc.handleUnaryCall<In<'health'>, Out<'health'>>;
+}
+
+/** A raw grpc-js client of the service (one channel). The platform's client wraps it. */
+export interface InferenceGrpcClient extends grpc.Client {
+  synthesize(req: In<'synthesize'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'synthesize'>>;
+  synthesizeStream(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'synthesizeStream'>, Out<'synthesizeStream'>>;
+  transcribe(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'transcribe'>>): grpc.ClientWritableStream<In<'transcribe'>>;
+  transcribeStream(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStream'>, Out<'transcribeStream'>>;
+  generate(req: In<'generate'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'generate'>>;
+  capabilities(req: In<'capabilities'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'capabilities'>>): grpc.ClientUnaryCall;
+  health(req: In<'health'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'health'>>): grpc.ClientUnaryCall;
+}
+
+const ClientConstructor = grpc.makeGenericClientConstructor(inferenceServiceDefinition, 'InferenceService');
+
+/** A raw client on its own channel. `address` is `host:port` (or any grpc-js target). */
+export function createGrpcClient(
+  address: string,
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  options: grpc.ClientOptions = {},
+): InferenceGrpcClient {
+  return new ClientConstructor(address, credentials, options) as unknown as InferenceGrpcClient;
+}

@@ -1,0 +1,515 @@
+/**
+ * The contract kit: checks that a backend at an address implements
+ * inference.v1.InferenceService as docs/inference.md describes. Backend-agnostic: it talks
+ * raw gRPC through the generated contract. Each check throws on a violation.
+ *
+ * Options let a backend opt into stricter checks: `exactRoundTrip` (its speech model's
+ * audio transcribes back to exactly the text, e.g. the native `synthetic` model) and
+ * `scriptedChat` (its chat model follows the native scripted rules).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import {
+  AudioEncoding,
+  ServingStatus,
+  SynthesizeRequestSchema,
+  SynthesizeStreamRequestSchema,
+  TranscribeRequestSchema,
+  TranscribeStreamRequestSchema,
+  GenerateRequestSchema,
+  CapabilitiesRequestSchema,
+  HealthRequestSchema,
+  Role,
+  FinishReason,
+  type AudioChunk,
+  type CapabilitiesResponse,
+  type Segment,
+  type SynthesizeStreamResponse,
+  type TranscribeStreamResponse,
+  type GenerateResponse,
+  type TranscribeResponse,
+  type HealthResponse,
+} from '../../src/gen/inference/v1/inference_pb.ts';
+import { createGrpcClient, type InferenceGrpcClient } from '../../src/inference/grpc-service.ts';
+
+export interface KitOptions {
+  /** Speech model to synthesize with ('' = backend default). */
+  speechModel?: string;
+  /** The speech model's audio transcribes back to exactly its text. */
+  exactRoundTrip?: boolean;
+  /** The chat model follows the native scripted rules. */
+  scriptedChat?: boolean;
+}
+
+export interface Check {
+  name: string;
+  run(ctx: Ctx): Promise<void>;
+}
+
+export interface Ctx {
+  client: InferenceGrpcClient;
+  opts: KitOptions;
+  caps: CapabilitiesResponse;
+}
+
+class Violation extends Error {}
+function expect(cond: unknown, msg: string): asserts cond {
+  if (!cond) throw new Violation(msg);
+}
+
+const md = () => {
+  const m = new grpc.Metadata();
+  m.set('traceparent', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+  m.set('x-request-id', 'contract-kit');
+  m.set('x-team-id', 'contract-team');
+  return m;
+};
+
+async function collect<T>(stream: AsyncIterable<T>): Promise<{ msgs: T[]; error: grpc.ServiceError | null }> {
+  const msgs: T[] = [];
+  try {
+    for await (const m of stream) msgs.push(m);
+    return { msgs, error: null };
+  } catch (err) {
+    return { msgs, error: err as grpc.ServiceError };
+  }
+}
+
+function expectCode(error: grpc.ServiceError | null, code: grpc.status, what: string) {
+  expect(error, `${what}: expected status ${grpc.status[code]}, got success`);
+  expect(error.code === code, `${what}: expected status ${grpc.status[code]}, got ${grpc.status[error.code]} (${error.details})`);
+}
+
+function unary<T>(fn: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => fn((err, res) => (err ? reject(err) : resolve(res!))));
+}
+
+/** Alignment invariants over a list of segments. */
+export function checkSegments(list: Segment[], totalMs: number, what: string) {
+  let prevEnd = -Infinity;
+  for (const s of list) {
+    expect(s.startMs <= s.endMs, `${what}: "${s.text}" starts after it ends (${s.startMs} > ${s.endMs})`);
+    expect(s.startMs >= prevEnd - 1e-6, `${what}: "${s.text}" overlaps the previous one (${s.startMs} < ${prevEnd})`);
+    expect(s.endMs <= totalMs + 1, `${what}: "${s.text}" ends at ${s.endMs} ms, after the audio (${totalMs} ms)`);
+    prevEnd = s.endMs;
+  }
+}
+
+/** Stream invariants of a call's chunks: sequence, offsets, rate, final flag, alignment. */
+export function checkChunks(chunks: AudioChunk[], text: string | null, what: string) {
+  expect(chunks.length > 0, `${what}: no chunks`);
+  const rate = chunks[0].sampleRateHz;
+  expect(rate >= 8000, `${what}: sample rate ${rate}`);
+  let samples = 0n;
+  let producedMs = 0;
+  const words: Segment[] = [];
+  const chars: Segment[] = [];
+  chunks.forEach((c, i) => {
+    expect(c.sequence === BigInt(i), `${what}: chunk ${i} has sequence ${c.sequence}`);
+    expect(c.sampleRateHz === rate, `${what}: sample rate changes at chunk ${i}`);
+    expect(c.offsetSamples === samples, `${what}: chunk ${i} offset ${c.offsetSamples}, expected ${samples}`);
+    expect(Math.abs(c.offsetMs - (Number(samples) / rate) * 1000) < 1, `${what}: chunk ${i} offset_ms ${c.offsetMs} disagrees with offset_samples`);
+    let n = c.audio.length;
+    if (c.encoding === AudioEncoding.WAV && i === 0) n -= 44;
+    else expect(c.encoding === AudioEncoding.PCM_S16LE || c.encoding === AudioEncoding.WAV, `${what}: unexpected encoding ${c.encoding}`);
+    expect(n % 2 === 0, `${what}: chunk ${i} has an odd byte count`);
+    expect(Math.abs(c.durationMs - (n / 2 / rate) * 1000) < 1, `${what}: chunk ${i} duration_ms ${c.durationMs} disagrees with its audio`);
+    samples += BigInt(n / 2);
+    producedMs = (Number(samples) / rate) * 1000;
+    words.push(...(c.alignment?.segments ?? []));
+    chars.push(...(c.alignment?.characters ?? []));
+    expect(c.final === (i === chunks.length - 1), `${what}: final is ${c.final} on chunk ${i} of ${chunks.length}`);
+  });
+  checkSegments(words, producedMs, `${what} words`);
+  checkSegments(chars, producedMs, `${what} characters`);
+  if (text !== null) {
+    if (chars.length) expect(chars.map((c) => c.text).join('') === text, `${what}: characters spell "${chars.map((c) => c.text).join('')}", not the text`);
+    let at = 0;
+    for (const w of words) {
+      const k = text.indexOf(w.text, at);
+      expect(k >= 0, `${what}: word "${w.text}" is not in the text (in order)`);
+      at = k + w.text.length;
+    }
+  }
+  return { rate, pcmBytes: Number(samples) * 2, durationMs: producedMs };
+}
+
+function pcmOf(chunks: AudioChunk[]): Uint8Array {
+  const parts = chunks.map((c, i) => (c.encoding === AudioEncoding.WAV && i === 0 ? c.audio.subarray(44) : c.audio));
+  return Buffer.concat(parts);
+}
+
+async function synth(ctx: Ctx, text: string, extra: MessageInitShape<typeof SynthesizeRequestSchema> = {}) {
+  const req = create(SynthesizeRequestSchema, { text, model: ctx.opts.speechModel ?? '', language: 'en', ...(extra as object) });
+  return collect(ctx.client.synthesize(req, md()));
+}
+
+function transcribeWhole(ctx: Ctx, pcm: Uint8Array, rate: number, language = '', pieces = 1): Promise<TranscribeResponse> {
+  return new Promise((resolve, reject) => {
+    const call = ctx.client.transcribe(md(), {}, (err, res) => (err ? reject(err) : resolve(res!)));
+    const config = { input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: rate }, language };
+    const size = Math.ceil(pcm.length / pieces / 2) * 2;
+    for (let i = 0; i < pieces; i++) {
+      const audio = pcm.subarray(i * size, (i + 1) * size);
+      call.write(create(TranscribeRequestSchema, i === 0 ? { config, audio } : { audio }));
+    }
+    call.end();
+  });
+}
+
+const SENTENCE = 'The quick brown fox jumps over the lazy dog. Grüße aus Köln!';
+const LONG = Array.from({ length: 40 }, (_, i) => `This is sentence number ${i + 1} of a long text.`).join(' ');
+
+export const checks: Check[] = [
+  {
+    name: 'Capabilities describes a v1 backend',
+    async run({ caps }) {
+      expect(caps.contractVersion === 'v1', `contract_version is "${caps.contractVersion}"`);
+      expect(caps.rpcs.includes('Capabilities') && caps.rpcs.includes('Health'), 'rpcs must list Capabilities and Health');
+      expect(caps.outputFormats.some((f) => f.encoding === AudioEncoding.PCM_S16LE), 'PCM_S16LE output is required');
+      for (const m of caps.models) expect(m.name, 'a model without a name');
+    },
+  },
+  {
+    name: 'Health answers SERVING',
+    async run({ client }) {
+      const h = await unary<HealthResponse>((cb) => client.health(create(HealthRequestSchema), md(), {}, cb));
+      expect(h.status === ServingStatus.SERVING, `status ${h.status}`);
+    },
+  },
+  {
+    name: 'Synthesize streams ordered chunks with consistent alignment',
+    async run(ctx) {
+      const { msgs, error } = await synth(ctx, SENTENCE);
+      expect(!error, `Synthesize failed: ${error?.details}`);
+      const { durationMs } = checkChunks(msgs, SENTENCE, 'Synthesize');
+      expect(durationMs > 200, `only ${durationMs} ms of audio`);
+      expect(msgs.some((c) => (c.alignment?.segments.length ?? 0) > 0), 'no word alignment');
+    },
+  },
+  {
+    name: 'Synthesize honours the wanted sample rate or says it cannot',
+    async run(ctx) {
+      const { msgs, error } = await synth(ctx, 'Hello there.', { output: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: 16000 } });
+      if (error) return expectCode(error, grpc.status.INVALID_ARGUMENT, 'unsupported sample rate');
+      expect(msgs[0].sampleRateHz === 16000, `asked 16000 Hz, got ${msgs[0].sampleRateHz}`);
+      checkChunks(msgs, 'Hello there.', 'Synthesize 16 kHz');
+    },
+  },
+  {
+    name: 'Synthesize produces WAV when Capabilities offers it',
+    async run(ctx) {
+      if (!ctx.caps.outputFormats.some((f) => f.encoding === AudioEncoding.WAV)) return;
+      const { msgs, error } = await synth(ctx, 'Hello there.', { output: { encoding: AudioEncoding.WAV } });
+      expect(!error, `Synthesize WAV failed: ${error?.details}`);
+      expect(Buffer.from(msgs[0].audio.subarray(0, 4)).toString() === 'RIFF', 'the first WAV chunk starts with a RIFF header');
+      checkChunks(msgs, 'Hello there.', 'Synthesize WAV');
+    },
+  },
+  {
+    name: 'Synthesize: a faster speed gives shorter audio',
+    async run(ctx) {
+      const slow = await synth(ctx, SENTENCE, { prosody: { speed: 0.75 } });
+      const fast = await synth(ctx, SENTENCE, { prosody: { speed: 1.5 } });
+      expect(!slow.error && !fast.error, 'Synthesize with prosody failed');
+      const d = (c: AudioChunk[]) => c.reduce((a, b) => a + b.durationMs, 0);
+      expect(d(fast.msgs) < d(slow.msgs), `speed 1.5 gave ${d(fast.msgs)} ms, speed 0.75 gave ${d(slow.msgs)} ms`);
+    },
+  },
+  {
+    name: 'Synthesize refuses empty text, bad prosody, unknown voice and unknown model',
+    async run(ctx) {
+      expectCode((await synth(ctx, '')).error, grpc.status.INVALID_ARGUMENT, 'empty text');
+      const speed = (await synth(ctx, 'Hi.', { prosody: { speed: 5 } })).error;
+      expectCode(speed, grpc.status.INVALID_ARGUMENT, 'speed 5');
+      const voice = (await synth(ctx, 'Hi.', { referenceId: 'no-such-voice-0000' })).error;
+      expectCode(voice, grpc.status.NOT_FOUND, 'unknown voice');
+      expect(voice!.details === 'Reference not found', `unknown voice message is "${voice!.details}"`);
+      expectCode((await synth(ctx, 'Hi.', { model: 'no-such-model' })).error, grpc.status.NOT_FOUND, 'unknown model');
+    },
+  },
+  {
+    name: 'Synthesize: cancelling stops the stream and the work',
+    async run(ctx) {
+      const req = create(SynthesizeRequestSchema, { text: LONG, model: ctx.opts.speechModel ?? '', language: 'en' });
+      const call = ctx.client.synthesize(req, md());
+      let got = 0;
+      const { error } = await collect(
+        (async function* () {
+          for await (const c of call) {
+            got++;
+            if (got === 1) call.cancel();
+            yield c;
+          }
+        })(),
+      );
+      expectCode(error, grpc.status.CANCELLED, 'cancelled Synthesize');
+      // The backend's active call count returns to idle.
+      let active = -1;
+      for (let i = 0; i < 50; i++) {
+        const h = await unary<HealthResponse>((cb) => ctx.client.health(create(HealthRequestSchema), md(), {}, cb));
+        active = h.activeCalls;
+        if (active === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(active === 0, `Health still reports ${active} active calls after the cancel`);
+    },
+  },
+  {
+    name: 'Synthesize past its deadline ends with DEADLINE_EXCEEDED',
+    async run(ctx) {
+      const req = create(SynthesizeRequestSchema, { text: LONG, model: ctx.opts.speechModel ?? '' });
+      const { error } = await collect(ctx.client.synthesize(req, md(), { deadline: Date.now() + 1 }));
+      expectCode(error, grpc.status.DEADLINE_EXCEEDED, 'deadline');
+    },
+  },
+  {
+    name: 'SynthesizeStream: text pieces, flush, half-close',
+    async run(ctx) {
+      const call = ctx.client.synthesizeStream(md());
+      const w = (m: Parameters<typeof create<typeof SynthesizeStreamRequestSchema>>[1]) => call.write(create(SynthesizeStreamRequestSchema, m));
+      const events: SynthesizeStreamResponse[] = [];
+      const done = collect(
+        (async function* () {
+          for await (const e of call) {
+            events.push(e);
+            if (e.event.case === 'flushed') {
+              w({ event: { case: 'text', value: 'And more.' } });
+              call.end();
+            }
+            yield e;
+          }
+        })(),
+      );
+      w({ event: { case: 'config', value: { model: ctx.opts.speechModel ?? '', language: 'en' } } });
+      w({ event: { case: 'text', value: 'Hello the' } });
+      w({ event: { case: 'text', value: 're, world. How are' } });
+      w({ event: { case: 'text', value: ' you' } });
+      w({ event: { case: 'flush', value: { id: 7n } } });
+      const { error } = await done;
+      expect(!error, `SynthesizeStream failed: ${error?.details}`);
+      const flushAt = events.findIndex((e) => e.event.case === 'flushed');
+      expect(flushAt > 0, 'no flushed event after audio');
+      const f = events[flushAt].event;
+      expect(f.case === 'flushed' && f.value.id === 7n, 'flushed carries another id');
+      const before = events.slice(0, flushAt).flatMap((e) => (e.event.case === 'chunk' ? [e.event.value] : []));
+      const after = events.slice(flushAt + 1).flatMap((e) => (e.event.case === 'chunk' ? [e.event.value] : []));
+      expect(before.length > 0 && after.length > 0, 'audio missing before or after the flush');
+      expect(before[before.length - 1].final, 'the last chunk before a flush is final');
+      const all = [...before, ...after];
+      all.forEach((c, i) => expect(c.sequence === BigInt(i), `sequence ${c.sequence} at ${i}`));
+      if (ctx.opts.exactRoundTrip) {
+        const text = 'Hello there, world. How are you' + 'And more.';
+        const r = await transcribeWhole(ctx, pcmOf(all), all[0].sampleRateHz);
+        expect(r.text === text, `stream audio transcribes to "${r.text}"`);
+      }
+    },
+  },
+  {
+    name: 'SynthesizeStream: cancelling mid-stream frees the call',
+    async run(ctx) {
+      const call = ctx.client.synthesizeStream(md());
+      call.write(create(SynthesizeStreamRequestSchema, { event: { case: 'config', value: { model: ctx.opts.speechModel ?? '', language: 'en' } } }));
+      call.write(create(SynthesizeStreamRequestSchema, { event: { case: 'text', value: LONG } }));
+      call.write(create(SynthesizeStreamRequestSchema, { event: { case: 'flush', value: { id: 1n } } }));
+      const { error } = await collect(
+        (async function* () {
+          for await (const e of call) {
+            call.cancel();
+            yield e;
+          }
+        })(),
+      );
+      expectCode(error, grpc.status.CANCELLED, 'cancelled SynthesizeStream');
+      let active = -1;
+      for (let i = 0; i < 50; i++) {
+        active = (await unary<HealthResponse>((cb) => ctx.client.health(create(HealthRequestSchema), md(), {}, cb))).activeCalls;
+        if (active === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(active === 0, `Health still reports ${active} active calls after the cancel`);
+    },
+  },
+  {
+    name: 'SynthesizeStream without a config first is INVALID_ARGUMENT',
+    async run(ctx) {
+      const call = ctx.client.synthesizeStream(md());
+      call.write(create(SynthesizeStreamRequestSchema, { event: { case: 'text', value: 'Hello.' } }));
+      call.end();
+      expectCode((await collect(call)).error, grpc.status.INVALID_ARGUMENT, 'no config');
+    },
+  },
+  {
+    name: 'Transcribe: whole and streamed uploads agree; language echoed; timings within the audio',
+    async run(ctx) {
+      const s = await synth(ctx, SENTENCE);
+      expect(!s.error, `Synthesize failed: ${s.error?.details}`);
+      const pcm = pcmOf(s.msgs);
+      const rate = s.msgs[0].sampleRateHz;
+      let whole: TranscribeResponse;
+      try {
+        whole = await transcribeWhole(ctx, pcm, rate, 'en');
+      } catch (err) {
+        const e = err as grpc.ServiceError;
+        // A backend that cannot recognize this speech must say so with a status, not hang.
+        expect(!ctx.opts.exactRoundTrip && [grpc.status.UNAVAILABLE, grpc.status.UNIMPLEMENTED].includes(e.code), `Transcribe failed: ${e.details}`);
+        return;
+      }
+      const durationMs = (pcm.length / 2 / rate) * 1000;
+      expect(Math.abs(whole.durationMs - durationMs) < 50, `duration_ms ${whole.durationMs}, audio is ${durationMs} ms`);
+      expect(whole.language === 'en', `language echoed as "${whole.language}"`);
+      checkSegments(whole.words, durationMs, 'Transcribe words');
+      checkSegments(whole.segments, durationMs, 'Transcribe segments');
+      const streamed = await transcribeWhole(ctx, pcm, rate, '', 7);
+      expect(streamed.text === whole.text, 'a streamed upload transcribes differently');
+      expect(streamed.language === '', 'language must echo the empty hint');
+      if (ctx.opts.exactRoundTrip) expect(whole.text === SENTENCE, `transcribed "${whole.text}"`);
+    },
+  },
+  {
+    name: 'Transcribe without a config is INVALID_ARGUMENT',
+    async run(ctx) {
+      const err = await new Promise<grpc.ServiceError | null>((resolve) => {
+        const call = ctx.client.transcribe(md(), {}, (e) => resolve(e));
+        call.write(create(TranscribeRequestSchema, { audio: new Uint8Array(3200) }));
+        call.end();
+      });
+      expectCode(err, grpc.status.INVALID_ARGUMENT, 'no config');
+    },
+  },
+  {
+    name: 'TranscribeStream: frames and commits give speech events and committed text',
+    async run(ctx) {
+      const s = await synth(ctx, 'Hello realtime world.');
+      expect(!s.error, `Synthesize failed: ${s.error?.details}`);
+      const pcm = pcmOf(s.msgs);
+      const rate = s.msgs[0].sampleRateHz;
+      const call = ctx.client.transcribeStream(md());
+      const w = (m: Parameters<typeof create<typeof TranscribeStreamRequestSchema>>[1]) => call.write(create(TranscribeStreamRequestSchema, m));
+      w({ event: { case: 'config', value: { input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: rate } } } });
+      w({ event: { case: 'commit', value: {} } });
+      const frame = Math.round(rate * 0.02) * 2;
+      const silence = new Uint8Array(Math.round(rate * 0.5) * 2);
+      w({ event: { case: 'audio', value: silence } });
+      for (let i = 0; i < pcm.length; i += frame) w({ event: { case: 'audio', value: pcm.subarray(i, i + frame) } });
+      w({ event: { case: 'audio', value: silence } });
+      w({ event: { case: 'commit', value: {} } });
+      call.end();
+      const { msgs, error } = await collect<TranscribeStreamResponse>(call);
+      expect(!error, `TranscribeStream failed: ${error?.details}`);
+      const committed = msgs.flatMap((m) => (m.event.case === 'committed' ? [m.event.value] : []));
+      expect(committed.length >= 2, `expected a committed event per commit, got ${committed.length}`);
+      expect(committed[0].text === '', `a commit before any audio commits "${committed[0].text}"`);
+      if (ctx.opts.exactRoundTrip) {
+        const text = committed.map((c) => c.text).join('');
+        expect(text === 'Hello realtime world.', `committed "${text}"`);
+        const started = msgs.findIndex((m) => m.event.case === 'speechStarted');
+        const ended = msgs.findIndex((m) => m.event.case === 'speechEnded');
+        expect(started >= 0 && ended > started, 'speech_started then speech_ended expected');
+      }
+    },
+  },
+  {
+    name: 'Generate: text deltas then exactly one finish with usage',
+    async run(ctx) {
+      const req = create(GenerateRequestSchema, { messages: [{ role: Role.SYSTEM, content: 'You are terse.' }, { role: Role.USER, content: 'Hello there' }] });
+      const { msgs, error } = await collect<GenerateResponse>(ctx.client.generate(req, md()));
+      expect(!error, `Generate failed: ${error?.details}`);
+      const finishes = msgs.filter((m) => m.event.case === 'finish');
+      expect(finishes.length === 1 && msgs[msgs.length - 1].event.case === 'finish', 'finish must come once, last');
+      const text = msgs.flatMap((m) => (m.event.case === 'textDelta' ? [m.event.value] : [])).join('');
+      expect(text.length > 0, 'no text');
+      const f = msgs[msgs.length - 1].event;
+      expect(f.case === 'finish' && f.value.reason === FinishReason.STOP && (f.value.usage?.outputTokens ?? 0) > 0, 'finish reason STOP with usage');
+      if (ctx.opts.scriptedChat) expect(text === 'You said: Hello there', `scripted reply "${text}"`);
+    },
+  },
+  {
+    name: 'Generate: a tool call with JSON arguments',
+    async run(ctx) {
+      const tools = [{ name: 'book_table', description: 'Books a table', parametersJsonSchema: JSON.stringify({ type: 'object', properties: { guests: { type: 'integer' }, time: { type: 'string' } }, required: ['guests', 'time'] }) }];
+      const req = create(GenerateRequestSchema, { messages: [{ role: Role.USER, content: 'Please book table, guests: 4, time is "19:30".' }], tools, toolChoice: 'book_table' });
+      const { msgs, error } = await collect<GenerateResponse>(ctx.client.generate(req, md()));
+      expect(!error, `Generate failed: ${error?.details}`);
+      const calls = msgs.flatMap((m) => (m.event.case === 'toolCall' ? [m.event.value] : []));
+      expect(calls.length >= 1 && calls[0].name === 'book_table' && calls[0].id, 'expected a book_table call with an id');
+      const args = JSON.parse(calls[0].argumentsJson);
+      expect(args && typeof args === 'object', 'arguments are not a JSON object');
+      if (ctx.opts.scriptedChat) expect(args.guests === 4 && args.time === '19:30', `arguments ${calls[0].argumentsJson}`);
+      const f = msgs[msgs.length - 1].event;
+      expect(f.case === 'finish' && f.value.reason === FinishReason.TOOL_CALLS, 'finish reason TOOL_CALLS');
+    },
+  },
+  {
+    name: 'Generate: structured mode returns JSON matching the schema',
+    async run(ctx) {
+      const schema = {
+        type: 'object',
+        properties: {
+          summary: { type: 'string' },
+          data: { type: 'object', properties: { city: { type: 'object', properties: { value: { type: ['string', 'null'] }, rationale: { type: 'string' } }, required: ['value', 'rationale'] } }, required: ['city'] },
+          criteria: { type: 'object', properties: { greeted: { type: 'object', properties: { result: { enum: ['success', 'failure', 'unknown'] }, rationale: { type: 'string' } }, required: ['result', 'rationale'] } }, required: ['greeted'] },
+        },
+        required: ['summary', 'data', 'criteria'],
+      };
+      const req = create(GenerateRequestSchema, {
+        messages: [{ role: Role.USER, content: 'Hi, my city is Lyon and greeted: success.' }, { role: Role.ASSISTANT, content: 'Noted.' }],
+        structured: { name: 'analysis', jsonSchema: JSON.stringify(schema) },
+      });
+      const { msgs, error } = await collect<GenerateResponse>(ctx.client.generate(req, md()));
+      expect(!error, `Generate failed: ${error?.details}`);
+      const text = msgs.flatMap((m) => (m.event.case === 'textDelta' ? [m.event.value] : [])).join('');
+      let doc: { summary: unknown; data: { city: { value: unknown; rationale: unknown } }; criteria: { greeted: { result: unknown } } };
+      try {
+        doc = JSON.parse(text);
+      } catch {
+        throw new Violation(`structured output is not JSON: ${text.slice(0, 80)}`);
+      }
+      expect(typeof doc.summary === 'string', 'summary must be a string');
+      expect(doc.data?.city && 'value' in doc.data.city && typeof doc.data.city.rationale === 'string', 'data.city must have value and rationale');
+      expect(['success', 'failure', 'unknown'].includes(doc.criteria?.greeted?.result as string), 'criteria.greeted.result must be one of the enum');
+      if (ctx.opts.scriptedChat) expect(doc.data.city.value === 'Lyon' && doc.criteria.greeted.result === 'success', `scripted analysis ${text}`);
+    },
+  },
+  {
+    name: 'Generate refuses an unknown model',
+    async run(ctx) {
+      const req = create(GenerateRequestSchema, { model: 'no-such-model', messages: [{ role: Role.USER, content: 'Hi' }] });
+      expectCode((await collect(ctx.client.generate(req, md()))).error, grpc.status.NOT_FOUND, 'unknown chat model');
+    },
+  },
+];
+
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  error?: string;
+  ms: number;
+}
+
+/** Connects to `address`, runs every check (or the ones whose name matches `only`). */
+export async function runKit(address: string, opts: KitOptions = {}, onResult?: (r: CheckResult) => void): Promise<CheckResult[]> {
+  const client = createGrpcClient(address);
+  const results: CheckResult[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 5000, (err) => (err ? reject(err) : resolve())));
+    const caps = await unary<CapabilitiesResponse>((cb) => client.capabilities(create(CapabilitiesRequestSchema), md(), {}, cb));
+    const ctx: Ctx = { client, opts, caps };
+    for (const c of checks) {
+      const t0 = performance.now();
+      let r: CheckResult;
+      try {
+        await c.run(ctx);
+        r = { name: c.name, ok: true, ms: performance.now() - t0 };
+      } catch (err) {
+        const e = err as grpc.ServiceError;
+        r = { name: c.name, ok: false, error: e instanceof Violation ? e.message : `${e.code !== undefined ? grpc.status[e.code] + ': ' : ''}${e.details ?? e.message}`, ms: performance.now() - t0 };
+      }
+      results.push(r);
+      onResult?.(r);
+    }
+  } finally {
+    client.close();
+  }
+  return results;
+}
