@@ -33,6 +33,10 @@ export interface Config {
   livekit?: { url: string; apiKey: string; apiSecret: string };
   publicRatePerAgent: number;
   publicRatePerIp: number;
+  /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`); past it, creation answers 503. */
+  maxSessions: number;
+  /** Session price per started minute, in micro-units (`PARLEY_SESSION_PRICE_PER_MINUTE`, in currency units). */
+  sessionPricePerMinuteMicros: bigint;
   /** host:port entries outbound requests may reach even though they are private (development, tests). */
   outboundAllow: string[];
   otlpEndpoint?: string;
@@ -73,6 +77,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     livekit: lk,
     publicRatePerAgent: num('PARLEY_PUBLIC_RATE_PER_AGENT', 60),
     publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
+    maxSessions: num('PARLEY_MAX_SESSIONS', 2000),
+    sessionPricePerMinuteMicros: BigInt(Math.round(num('PARLEY_SESSION_PRICE_PER_MINUTE', 0.1) * 1_000_000)),
     outboundAllow: (str('PARLEY_OUTBOUND_ALLOW') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
   };

@@ -1,0 +1,138 @@
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+import { appendSessionItems, getSessionRuntime, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds } from '../../src/store/sessions.ts';
+import { PRICE, anon, credit, makeAgent } from './sessions-helpers.ts';
+
+/** The store functions the session runtime calls (docs/sessions-contract.md). */
+const app = await startTestServer();
+t.teardown(() => app.close());
+const sql = app.db.sql;
+const ORIGIN = 'https://site.example.com';
+
+async function newSession(creditMicros = 100n * PRICE) {
+  const team = await app.newTeam({ creditMicros });
+  const agent = await makeAgent(app, { auth: team.auth });
+  const r = await app.req('POST', '/v1/agent/sessions', { agent_id: agent }, team.auth);
+  if (r.status !== 200) throw new Error(`create: ${r.status} ${r.text}`);
+  return { team, agent, id: r.body.session_id as string };
+}
+const ledger = (teamId: string) =>
+  sql<{ amount_micros: bigint; reason: string; ref: string | null }[]>`select amount_micros, reason, ref from credit_ledger where team_id = ${teamId} and reason like 'session%' order by id`.then(
+    (rows) => rows.map((r) => ({ amount: BigInt(r.amount_micros), reason: r.reason, ref: r.ref })),
+  );
+/** Moves the session's start back in time (a session that ran that long). */
+const ranFor = (id: string, seconds: number) => sql`update sessions set started_at = clock_timestamp() - make_interval(secs => ${seconds}) where id = ${id}`;
+
+t.test('markSessionActive: pending → active once, with started_at and node', async (t) => {
+  const { id } = await newSession();
+  t.equal(await markSessionActive(sql, id, 'node-1'), true);
+  t.equal(await markSessionActive(sql, id, 'node-2'), false, 'not pending any more');
+  const [row] = await sql`select status, node_id, started_at from sessions where id = ${id}`;
+  t.equal(row!.status, 'active');
+  t.equal(row!.node_id, 'node-1');
+  t.ok(row!.started_at instanceof Date);
+  t.equal(await markSessionActive(sql, 'sess_000000000000000000000000', 'n'), false);
+});
+
+t.test('markSessionEnded: only the first call ends it', async (t) => {
+  const { id } = await newSession();
+  await markSessionActive(sql, id, 'n');
+  t.equal(await markSessionEnded(sql, id, { status: 'completed', reason: 'hangup', metrics: { turns: [] } }), true);
+  t.equal(await markSessionEnded(sql, id, { status: 'failed', reason: 'error' }), false);
+  const [row] = await sql`select status, ended_reason, metrics from sessions where id = ${id}`;
+  t.same(row, { status: 'completed', ended_reason: 'hangup', metrics: { turns: [] } });
+  t.equal(await markSessionActive(sql, id, 'n'), false, 'an ended session never becomes active again');
+});
+
+t.test('settlement: every started minute at the price; the difference beyond the hold is charged with a ledger entry', async (t) => {
+  const { team, id } = await newSession(10n * PRICE);
+  t.equal(await credit(app, team.teamId), 9n * PRICE, 'one minute held');
+  await markSessionActive(sql, id, 'n');
+  await ranFor(id, 150); // 2.5 minutes → 3 started minutes
+  await markSessionEnded(sql, id, { status: 'completed', reason: 'hangup' });
+  t.equal(await credit(app, team.teamId), 7n * PRICE);
+  t.same(await ledger(team.teamId), [
+    { amount: -PRICE, reason: 'session_hold', ref: id },
+    { amount: -2n * PRICE, reason: 'session_usage', ref: id },
+  ]);
+  const [row] = await sql`select charged_micros from sessions where id = ${id}`;
+  t.equal(BigInt(row!.charged_micros), 3n * PRICE);
+});
+
+t.test('settlement: a session under a minute costs exactly the hold (no entry); one nobody joined is refunded', async (t) => {
+  const short = await newSession(10n * PRICE);
+  await markSessionActive(sql, short.id, 'n');
+  await markSessionEnded(sql, short.id, { status: 'completed', reason: 'hangup' });
+  t.equal(await credit(app, short.team.teamId), 9n * PRICE);
+  t.same((await ledger(short.team.teamId)).map((e) => e.reason), ['session_hold']);
+
+  const unjoined = await newSession(10n * PRICE);
+  await markSessionEnded(sql, unjoined.id, { status: 'completed', reason: 'ended_by_api' });
+  t.equal(await credit(app, unjoined.team.teamId), 10n * PRICE);
+  t.same(await ledger(unjoined.team.teamId), [
+    { amount: -PRICE, reason: 'session_hold', ref: unjoined.id },
+    { amount: PRICE, reason: 'session_refund', ref: unjoined.id },
+  ]);
+});
+
+t.test('settlement never fails: a public session is billed to the owner at the end, even past the balance', async (t) => {
+  const owner = await app.newTeam({ creditMicros: PRICE });
+  const agent = await makeAgent(app, { auth: owner.auth, public_enabled: true, allowed_origins: [ORIGIN] });
+  const r = await anon(app, { agent_id: agent }, { Origin: ORIGIN });
+  t.equal(r.status, 200);
+  t.equal(await credit(app, owner.teamId), PRICE, 'nothing charged up front');
+  await markSessionActive(sql, r.body.session_id, 'n');
+  await ranFor(r.body.session_id, 121); // 3 started minutes
+  t.equal(await markSessionEnded(sql, r.body.session_id, { status: 'completed', reason: 'hangup' }), true);
+  t.equal(await credit(app, owner.teamId), -2n * PRICE);
+  t.same(await ledger(owner.teamId), [{ amount: -3n * PRICE, reason: 'session_usage', ref: r.body.session_id }]);
+});
+
+t.test('getSessionRuntime: the row and the version the session runs, even after a newer publish', async (t) => {
+  const team = await app.newTeam();
+  const agent = await makeAgent(app, { auth: team.auth, config: { prompt: { system_prompt: 'Version one.' } } });
+  const s = (await app.req('POST', '/v1/agent/sessions', { agent_id: agent, dynamic_variables: { a: 1 } }, team.auth)).body;
+  await app.req('PATCH', `/v1/agent/agents/${agent}/config`, { prompt: { system_prompt: 'Version two.' } }, team.auth);
+  await app.req('POST', `/v1/agent/agents/${agent}/publish`, undefined, team.auth);
+  const rt = await getSessionRuntime(sql, s.session_id);
+  t.ok(rt);
+  t.equal(rt!.session.id, s.session_id);
+  t.equal(rt!.session.version_number, 1);
+  t.equal(rt!.session.status, 'pending');
+  t.same(rt!.session.dynamic_variables, { a: 1 });
+  t.equal(rt!.config.prompt.system_prompt, 'Version one.');
+  t.ok(rt!.pinned !== undefined);
+  const [{ hash }] = await sql`select encode(sha256(convert_to(${s.token}, 'UTF8')), 'hex') as hash`;
+  t.equal(rt!.session.token_hash, hash, 'token_hash is the sha256 of the token');
+  t.equal(await getSessionRuntime(sql, 'sess_000000000000000000000000'), undefined);
+});
+
+t.test('appendSessionItems: seq continues across calls, concurrent appends all land', async (t) => {
+  const { id } = await newSession();
+  await appendSessionItems(sql, id, [{ type: 'message', payload: { role: 'assistant', content: 'Hi', turn_id: 0 } }]);
+  await Promise.all([
+    appendSessionItems(sql, id, [{ type: 'message', payload: { role: 'user', content: 'a', turn_id: 1 } }, { type: 'message', payload: { role: 'assistant', content: 'b', turn_id: 1 } }]),
+    appendSessionItems(sql, id, [{ type: 'message', payload: { role: 'user', content: 'c', turn_id: 2 } }]),
+  ]);
+  await appendSessionItems(sql, id, []);
+  const items = await listSessionItems(sql, id);
+  t.same(items.map((i) => i.seq), [1, 2, 3, 4]);
+  t.equal(items[0]!.payload.content, 'Hi');
+  t.same(items.map((i) => i.payload.content).sort(), ['Hi', 'a', 'b', 'c']);
+  await appendSessionItems(sql, 'sess_000000000000000000000000', [{ type: 'message', payload: {} }]);
+  t.same(await listSessionItems(sql, 'sess_000000000000000000000000'), [], 'an unknown session gets nothing');
+});
+
+t.test('refundExpiredHolds: an expired pending session stays pending and gets its hold back, once', async (t) => {
+  const { team, id } = await newSession(5n * PRICE);
+  await sql`update sessions set expires_at = clock_timestamp() - interval '1 second' where id = ${id}`;
+  t.ok((await refundExpiredHolds(sql)) >= 1);
+  t.equal(await credit(app, team.teamId), 5n * PRICE);
+  const [row] = await sql`select status, charged_micros from sessions where id = ${id}`;
+  t.equal(row!.status, 'pending');
+  t.equal(BigInt(row!.charged_micros), 0n);
+  await refundExpiredHolds(sql);
+  await markSessionEnded(sql, id, { status: 'completed', reason: 'ended_by_api' });
+  t.same((await ledger(team.teamId)).map((e) => e.reason), ['session_hold', 'session_refund'], 'refunded exactly once');
+  t.equal(await credit(app, team.teamId), 5n * PRICE);
+});
