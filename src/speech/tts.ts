@@ -1,0 +1,191 @@
+/**
+ * The synthesis service behind `POST /v1/tts`, `POST /v1/tts/stream/with-timestamp` and
+ * `wss /v1/tts/live`: validation, credit, voice resolution, tracing, the backend call
+ * through a synthesis-stream actor, encoding and usage.
+ */
+import { runSynthesis, type SynthesisOutcome } from '../../actors/synthesis.ts';
+import { createEncoder, pcmBytesToInt16, type AudioEncoder } from '../audio/index.ts';
+import { ServiceError, toServiceError } from '../errors.ts';
+import type { Authenticate } from '../http/app.ts';
+import type { Reply } from '../http/reply.ts';
+import type { AudioChunk } from '../gen/inference/v1/inference_pb.ts';
+import type { InferenceClient, SynthesizeInput } from '../inference/index.ts';
+import type { Logger } from '../log.ts';
+import type { Sql } from '../store/db.ts';
+import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
+import { parseSynthesisRequest, toBackendRequest, type SynthesisRequest, type VoiceResolver } from './request.ts';
+import { AlignmentTracker } from './tts-alignment.ts';
+import { CreditGate, recordUsage } from './usage.ts';
+
+export interface TtsDeps {
+  inference: Pick<InferenceClient, 'synthesize' | 'synthesizeStream'>;
+  sql: Sql;
+  log: Logger;
+  tracing: Tracing;
+  /** Stored voices (src/speech/voices.ts `resolveVoice`, bound to the store). */
+  resolveVoice: VoiceResolver;
+  /** The platform's key check (for the live socket's upgrade). */
+  authenticate: Authenticate;
+  /** Credit check before a call; default: a CreditGate on `sql`. */
+  credit?: Pick<CreditGate, 'ensure'>;
+}
+
+/** Where a synthesis is in flight and what the backend has produced (tests, /metrics). */
+export interface TtsStats {
+  /** Syntheses in flight (HTTP and live). */
+  active: number;
+  /** Backend audio chunks received, over all calls. */
+  chunksReceived: number;
+  /** Backend audio bytes (PCM) received, over all calls. */
+  audioBytesReceived: number;
+  /** Outcomes so far. */
+  done: number;
+  cancelled: number;
+  failed: number;
+}
+
+/** The caller of one synthesis. */
+export interface Caller {
+  teamId: string;
+  requestId: string;
+  traceparent?: string;
+  signal: AbortSignal;
+}
+
+/** A prepared call: validated request, backend request, request span. */
+export interface Prepared {
+  req: SynthesisRequest;
+  input: SynthesizeInput;
+  span: RequestSpan;
+}
+
+export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
+
+export class TtsService {
+  readonly stats: TtsStats = { active: 0, chunksReceived: 0, audioBytesReceived: 0, done: 0, cancelled: 0, failed: 0 };
+  readonly credit: Pick<CreditGate, 'ensure'>;
+
+  constructor(readonly deps: TtsDeps) {
+    this.credit = deps.credit ?? new CreditGate(deps.sql);
+  }
+
+  /** Validates, checks credit and resolves voices. Errors here are plain JSON answers. */
+  async prepare(spanName: string, raw: unknown, modelHeader: string | undefined, caller: Caller, requireText = true): Promise<Prepared> {
+    const span = this.deps.tracing.startRequest(spanName, caller.traceparent);
+    try {
+      const req = parseSynthesisRequest(raw, modelHeader, { requireText });
+      span.span.setAttributes({ 'parley.model': req.model, 'parley.format': req.format, 'parley.characters': req.characters });
+      await this.credit.ensure(caller.teamId);
+      const input = await toBackendRequest(req, caller.teamId, this.deps.resolveVoice);
+      return { req, input, span };
+    } catch (err) {
+      const e = toServiceError(err);
+      span.end({ status: e.status, message: e.message });
+      throw err;
+    }
+  }
+
+  /**
+   * Backend audio as encoded bytes, one array per backend chunk (possibly empty while an
+   * encoder buffers). The encoder is made on the first chunk, at the rate the backend
+   * answers with. Pulling drives the backend: nothing is read ahead.
+   */
+  async *encoded(p: Prepared, caller: Caller, signal: AbortSignal, state: { encoder?: AudioEncoder }): AsyncGenerator<{ chunk: AudioChunk; bytes: Uint8Array }> {
+    const call = p.span.child('inference.Synthesize', { 'parley.model': p.req.model });
+    try {
+      const chunks = this.deps.inference.synthesize(p.input, { signal, traceparent: call.traceparent, requestId: caller.requestId, teamId: caller.teamId });
+      for await (const chunk of chunks) {
+        this.stats.chunksReceived++;
+        this.stats.audioBytesReceived += chunk.audio.length;
+        state.encoder ??= await this.encoderFor(p.req, chunk.sampleRateHz || p.req.sampleRateHz);
+        const pcm = pcmBytesToInt16(chunk.audio);
+        yield { chunk, bytes: join(pcm.length ? state.encoder.push(pcm) : []) };
+      }
+    } finally {
+      call.span.end();
+    }
+  }
+
+  encoderFor(req: SynthesisRequest, inputSampleRateHz: number): Promise<AudioEncoder> {
+    return createEncoder({ format: req.format, sampleRateHz: req.sampleRateHz, inputSampleRateHz, mp3BitrateKbps: req.body.mp3_bitrate, opusBitrate: req.opusBitrate });
+  }
+
+  /**
+   * Runs one HTTP synthesis through a synthesis actor, writing to `reply` with
+   * backpressure. Resolves when the actor ends; throws (for the HTTP layer) when it
+   * failed: before the first byte that becomes a JSON error, after it a destroyed
+   * response.
+   */
+  async stream(p: Prepared, caller: Caller, reply: Reply, mode: 'audio' | 'sse'): Promise<SynthesisOutcome> {
+    const state: { encoder?: AudioEncoder } = {};
+    const tracker = mode === 'sse' ? new AlignmentTracker(p.req.body.text, p.req.body.chunk_length) : null;
+    const begin = () => {
+      if (reply.started) return;
+      const contentType = mode === 'sse' ? 'text/event-stream' : state.encoder!.contentType;
+      reply.begin(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store', ...(mode === 'sse' ? { 'X-Accel-Buffering': 'no' } : {}) });
+    };
+    const send = (bytes: Uint8Array, chunk: AudioChunk | null): Promise<void> | undefined => {
+      if (tracker) {
+        const data = `event: message\ndata: ${JSON.stringify(tracker.event(chunk, bytes))}\n\n`;
+        const w = reply.write(data);
+        return reply.backpressured ? w : undefined;
+      }
+      if (bytes.length === 0) return undefined;
+      const w = reply.write(bytes);
+      return reply.backpressured ? w : undefined;
+    };
+    this.stats.active++;
+    const { result } = runSynthesis<{ chunk: AudioChunk; bytes: Uint8Array }>(
+      {
+        open: (signal) => this.encoded(p, caller, signal, state),
+        deliver: ({ chunk, bytes }) => {
+          begin();
+          return send(bytes, chunk);
+        },
+        finish: async () => {
+          state.encoder ??= await this.encoderFor(p.req, p.req.sampleRateHz);
+          begin();
+          const tail = join(state.encoder.end());
+          if (tail.length || tracker) await send(tail, null);
+          reply.end();
+        },
+      },
+      caller.signal,
+    );
+    const r = await result;
+    this.stats.active--;
+    this.stats[r.outcome]++;
+    if (r.outcome === 'done') {
+      p.span.end();
+      void recordUsage(this.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, this.deps.log);
+      return 'done';
+    }
+    if (r.outcome === 'cancelled') {
+      p.span.end({ status: 499, message: 'client closed the request' });
+      return 'cancelled';
+    }
+    const e = toServiceError(r.error);
+    p.span.end({ status: e.status, message: e.message });
+    if (e.code === 'internal') this.deps.log.error({ err: r.error }, 'synthesis failed');
+    if (tracker && reply.started && !reply.aborted) {
+      // SSE: a failure mid-stream is an `error` event, then the stream ends.
+      await reply.write(`event: error\ndata: ${JSON.stringify({ status: e.status, message: e.message })}\n\n`);
+      reply.end();
+      return 'failed';
+    }
+    throw e;
+  }
+}
+
+/** One buffer from several (no copy for one). */
+export function join(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  if (parts.length === 0) return EMPTY;
+  return Buffer.concat(parts);
+}
+const EMPTY = new Uint8Array(0);
+
+/** A voice resolver that knows no voice (until the voice-model service is wired). */
+export const noVoices: VoiceResolver = async () => {
+  throw new ServiceError('bad_request', 'Reference not found');
+};

@@ -1,0 +1,72 @@
+/**
+ * Metering of the speech API: characters synthesized and seconds transcribed, recorded per
+ * team after each call and settled against the team's credit (ledger entry). Recording
+ * never fails a request: errors are logged and swallowed. Before a call starts,
+ * `ensureCredit` refuses a team whose credit is exhausted (402 `Out of API credit`).
+ *
+ * Prices are per model, in micro-units of the billing currency (docs/decisions.md):
+ * synthesis 15 per character ($15 per million characters; `s2.1-pro-free` is free),
+ * transcription 100 per second ($0.36 per hour).
+ */
+import { ServiceError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Sql } from '../store/db.ts';
+import { creditOf, insertUsage, type UsageKind, type UsageRow } from '../store/usage.ts';
+
+export type { UsageKind } from '../store/usage.ts';
+
+const PRICE_MICROS: Record<UsageKind, Record<string, number>> = {
+  tts_characters: { 's2.1-pro': 15, 's2.1-pro-free': 0, 's2-pro': 15, s1: 15 },
+  asr_seconds: { 'transcribe-1': 100 },
+};
+const DEFAULT_PRICE: Record<UsageKind, number> = { tts_characters: 15, asr_seconds: 100 };
+
+/** What `amount` of `kind` on `model` costs, in micro-units (rounded up). */
+export function costMicros(kind: UsageKind, model: string, amount: number): bigint {
+  const unit = PRICE_MICROS[kind][model] ?? DEFAULT_PRICE[kind];
+  return BigInt(Math.ceil(Math.max(0, amount) * unit));
+}
+
+/**
+ * Records one call's usage and settles it against credit. Never throws: a failure is
+ * logged (when `log` is given) and reported as undefined.
+ */
+export async function recordUsage(
+  sql: Sql,
+  u: { teamId: string; kind: UsageKind; amount: number; model: string },
+  log?: Logger,
+): Promise<UsageRow | undefined> {
+  try {
+    if (!(u.amount > 0)) return undefined;
+    return await insertUsage(sql, { ...u, costMicros: costMicros(u.kind, u.model, u.amount) });
+  } catch (err) {
+    log?.warn({ err, teamId: u.teamId, kind: u.kind }, 'usage recording failed');
+    return undefined;
+  }
+}
+
+/**
+ * Refuses calls from a team with no credit left (402). The answer is cached per team for
+ * `cacheMs` so the hot path does not query the store on every request.
+ */
+export class CreditGate {
+  private cache = new Map<string, { ok: boolean; until: number }>();
+  constructor(private readonly sql: Sql, private readonly cacheMs = 2000) {}
+
+  async ensure(teamId: string): Promise<void> {
+    const now = Date.now();
+    let hit = this.cache.get(teamId);
+    if (!hit || hit.until <= now) {
+      const credit = await creditOf(this.sql, teamId);
+      hit = { ok: credit !== undefined && credit > 0n, until: now + this.cacheMs };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(teamId, hit);
+    }
+    if (!hit.ok) throw new ServiceError('payment_required', 'Out of API credit');
+  }
+
+  /** Forget a team's cached answer (after its credit changed on this node). */
+  forget(teamId: string): void {
+    this.cache.delete(teamId);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * OpenTelemetry tracing for the inference endpoints (SPEC-speech "Trace propagation").
+ *
+ * A request's `traceparent` (W3C) is extracted with the standard propagator: a valid one
+ * makes the request span a child of the caller's span (same trace id); a missing or
+ * invalid one starts a new trace. The span of the backend call is a child of the request
+ * span, and its own traceparent travels to the backend in gRPC metadata.
+ *
+ * No global registration and no context manager: every Tracing owns its provider and
+ * contexts are passed explicitly, so several platforms in one process (tests) never mix
+ * their spans, and tracing changes nothing else a request does.
+ *
+ * Export: OTLP over HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific
+ * variable) is set; tests add an in-memory exporter with `captureSpansForTests()`.
+ */
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+
+const propagator = new W3CTraceContextPropagator();
+const getter = { get: (c: Record<string, string>, k: string) => c[k], keys: (c: Record<string, string>) => Object.keys(c) };
+const setter = { set: (c: Record<string, string>, k: string, v: string) => void (c[k] = v) };
+
+let testExporter: InMemorySpanExporter | undefined;
+
+/** Makes every Tracing created from now on also export into one in-memory exporter (tests). */
+export function captureSpansForTests(): InMemorySpanExporter {
+  testExporter ??= new InMemorySpanExporter();
+  return testExporter;
+}
+
+/** One request's span and how to continue it. */
+export interface RequestSpan {
+  span: Span;
+  /** The trace id of this request (the caller's when its traceparent was valid). */
+  traceId: string;
+  /** Starts a child span (e.g. the backend call); returns it and the traceparent to send on. */
+  child(name: string, attributes?: Record<string, string | number | boolean>): { span: Span; traceparent: string };
+  /** Ends the request span, recording an error status when given. */
+  end(error?: { status: number; message: string }): void;
+}
+
+export interface Tracing {
+  readonly tracer: Tracer;
+  /** A server span for an incoming request, continuing `traceparent` when valid. */
+  startRequest(name: string, traceparent: string | undefined, attributes?: Record<string, string | number | boolean>): RequestSpan;
+  /** Flushes and stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+export interface TracingOptions {
+  env?: NodeJS.ProcessEnv;
+  serviceName?: string;
+  /** Extra processors (tests). */
+  processors?: SpanProcessor[];
+}
+
+/** The W3C `traceparent` of a span context. */
+export function traceparentOf(ctx: Context): string {
+  const carrier: Record<string, string> = {};
+  propagator.inject(ctx, carrier, setter);
+  return carrier.traceparent ?? '';
+}
+
+export function startTracing(opts: TracingOptions = {}): Tracing {
+  const env = opts.env ?? process.env;
+  const processors: SpanProcessor[] = [...(opts.processors ?? [])];
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (endpoint) {
+    const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${endpoint.replace(/\/+$/, '')}/v1/traces`;
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url })));
+  }
+  if (testExporter) processors.push(new SimpleSpanProcessor(testExporter));
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': opts.serviceName ?? env.OTEL_SERVICE_NAME ?? 'parley' }),
+    spanProcessors: processors,
+  });
+  const tracer = provider.getTracer('parley');
+
+  return {
+    tracer,
+    startRequest(name, header, attributes) {
+      const parent = header ? propagator.extract(ROOT_CONTEXT, { traceparent: header }, getter) : ROOT_CONTEXT;
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      const ctx = trace.setSpan(parent, span);
+      let ended = false;
+      return {
+        span,
+        traceId: span.spanContext().traceId,
+        child(childName, attrs) {
+          const c = tracer.startSpan(childName, { kind: SpanKind.CLIENT, attributes: attrs }, ctx);
+          return { span: c, traceparent: traceparentOf(trace.setSpan(ROOT_CONTEXT, c)) };
+        },
+        end(error) {
+          if (ended) return;
+          ended = true;
+          if (error) {
+            span.setAttribute('http.response.status_code', error.status);
+            span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+          }
+          span.end();
+        },
+      };
+    },
+    shutdown: () => provider.shutdown(),
+  };
+}
