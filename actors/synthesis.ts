@@ -30,12 +30,12 @@ export type SynthesisEvent =
   | { type: 'chunk' }
   | { type: 'client.slow' }
   | { type: 'client.ready' }
-  | { type: 'backend.done' }
-  | { type: 'backend.failed'; error: unknown }
+  | { type: 'backend.done'; chunks: number }
+  | { type: 'backend.failed'; error: unknown; chunks: number }
   | { type: 'cancel' };
 
 export interface SynthesisContext {
-  /** Chunks pulled from the backend so far. */
+  /** Chunks pulled from the backend (set when the stream ends; 0 when cancelled). */
   chunks: number;
   /** Times the client held the stream back. */
   stalls: number;
@@ -48,10 +48,13 @@ export function createSynthesisMachine<C>(deps: SynthesisDeps<C>) {
     actors: {
       pump: fromCallback<SynthesisEvent>(({ sendBack }) => {
         const ac = new AbortController();
+        // Only the first chunk is an event (waiting_backend → streaming); later chunks are
+        // counted here and reported with the outcome, to keep per-chunk work small.
+        let chunks = 0;
         (async () => {
           for await (const chunk of deps.open(ac.signal)) {
             if (ac.signal.aborted) return;
-            sendBack({ type: 'chunk' });
+            if (chunks++ === 0) sendBack({ type: 'chunk' });
             const pending = deps.deliver(chunk);
             if (pending) {
               sendBack({ type: 'client.slow' });
@@ -62,9 +65,9 @@ export function createSynthesisMachine<C>(deps: SynthesisDeps<C>) {
           }
           if (ac.signal.aborted) return;
           await deps.finish?.();
-          sendBack({ type: 'backend.done' });
+          sendBack({ type: 'backend.done', chunks });
         })().catch((error) => {
-          if (!ac.signal.aborted) sendBack({ type: 'backend.failed', error });
+          if (!ac.signal.aborted) sendBack({ type: 'backend.failed', error, chunks });
         });
         return () => ac.abort(Object.assign(new Error('synthesis stopped'), { name: 'AbortError' }));
       }),
@@ -78,13 +81,12 @@ export function createSynthesisMachine<C>(deps: SynthesisDeps<C>) {
         invoke: { src: 'pump' },
         initial: 'waiting_backend',
         on: {
-          'backend.done': { target: 'done' },
-          'backend.failed': { target: 'failed', actions: assign({ error: ({ event }) => event.error }) },
+          'backend.done': { target: 'done', actions: assign({ chunks: ({ event }) => event.chunks }) },
+          'backend.failed': { target: 'failed', actions: assign({ error: ({ event }) => event.error, chunks: ({ event }) => event.chunks }) },
           cancel: { target: 'cancelled' },
-          chunk: { actions: assign({ chunks: ({ context }) => context.chunks + 1 }) },
         },
         states: {
-          waiting_backend: { on: { chunk: { target: 'streaming', actions: assign({ chunks: ({ context }) => context.chunks + 1 }) } } },
+          waiting_backend: { on: { chunk: { target: 'streaming' } } },
           streaming: { on: { 'client.slow': { target: 'waiting_client', actions: assign({ stalls: ({ context }) => context.stalls + 1 }) } } },
           waiting_client: { on: { 'client.ready': { target: 'streaming' } } },
         },
