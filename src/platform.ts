@@ -37,6 +37,11 @@ import { CreditGate, recordUsage } from './speech/usage.ts';
 import { mountAsrRoutes } from './speech/asr-routes.ts';
 import { resolveVoice, VoiceService } from './speech/voices.ts';
 import { mountVoiceRoutes } from './speech/voices-routes.ts';
+import { parseBackoff, WebhookDeliveryService, WebhookWorker } from './webhooks/index.ts';
+import { mountWebhookRoutes } from './agent/webhook-routes.ts';
+import { ToolTestService } from './agent/tool-test.ts';
+import { mountToolTestRoutes } from './agent/tool-test-routes.ts';
+import { mountElevenLabsRoutes } from './compat/elevenlabs/routes.ts';
 
 export interface Platform {
   config: Config;
@@ -188,7 +193,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     // Session runtime (issue 7): the supervisor of every session actor on this node, and the
     // websocket transport at /v1/agent/sessions/connect. Its cleanup runs before the store closes.
-    const runtime = new SessionRuntime({ sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry });
+    const runtime = new SessionRuntime({ sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry, resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id) });
     await runtime.start();
     cleanups.push(() => runtime.close(config.drainTimeoutMs));
     mountWebsocketTransport(http, runtime, log);
@@ -208,6 +213,39 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       livekitUrl: config.livekit?.url,
     });
     mountSessionRoutes(http, sessions);
+
+    // Post-call webhooks and the tool test (issue 8). The worker delivers what ending a session
+    // queued in Postgres; closing hands attempts in flight back to the queue before the store closes.
+    const webhookWorker = new WebhookWorker({
+      sql: db.sql, box, log, allow: config.outboundAllow, backoffMs: parseBackoff((opts.env ?? process.env).PARLEY_WEBHOOK_BACKOFF_MS),
+    });
+    webhookWorker.start();
+    cleanups.push(() => webhookWorker.close());
+    mountWebhookRoutes(http, new WebhookDeliveryService(db.sql, { maxAttempts: webhookWorker.maxAttempts }));
+    const testTools = new ToolService(db.sql, box);
+    mountToolTestRoutes(http, new ToolTestService({ resolveTool: (teamId, id) => testTools.resolveToolForRuntime(teamId, id), allow: config.outboundAllow }));
+
+    // Compatibility layer, families A, B and Groq-style (issue 6): /compat/v1, /compat/api/v1,
+    // /compat/openai/v1, translated into the speech services above.
+    const { mountOpenAiCompat } = await import('./compat/openai/index.ts');
+    mountOpenAiCompat(http, { tts, asr, authenticate: (token, messages) => verifier!.verify(token, messages) });
+
+    // Phone numbers (issue 9, "Numbers" and "Carriers"): the embedded sandbox carrier, the
+    // routes, and the durable daily rental job on every node (SKIP LOCKED shares the work).
+    const { PhoneNumberService } = await import('./agent/phone-numbers.ts');
+    const { mountPhoneNumberRoutes } = await import('./agent/phone-numbers-routes.ts');
+    const { PhoneRentalJob } = await import('./jobs/phone-rental.ts');
+    const { Carriers, SandboxCarrier, telephonyOf } = await import('./telephony/index.ts');
+    const sandboxCarrier = new SandboxCarrier();
+    telephonyOf.set(http, { sandbox: sandboxCarrier });
+    const phoneNumbers = new PhoneNumberService({ sql: db.sql, carriers: new Carriers([sandboxCarrier]), dailyPriceMicros: config.phoneNumberDailyPriceMicros, limit: config.phoneNumberLimit, log });
+    mountPhoneNumberRoutes(http, phoneNumbers);
+    const phoneRental = new PhoneRentalJob({ sql: db.sql, log });
+    phoneRental.start();
+    cleanups.push(() => phoneRental.stop());
+
+    // Compat family C REST (issue 6): /compat/elevenlabs text to speech, speech to text, voices, models, user.
+    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, authenticate: (token, messages) => verifier!.verify(token, messages) });
 
     http.starting = false;
     health.ready = true;

@@ -1,0 +1,656 @@
+/**
+ * The session actor: one conversation, as an xstate v5 machine.
+ *
+ *   initializing ──stt open──► live ─────────────────────────────────────────► ended
+ *                               ├ opening ──first message?──► responding | idle
+ *                               ├ idle ──caller speaks──► listening
+ *                               ├ listening (hearing ⇄ deciding) ──eagerness wait──► responding
+ *                               └ responding (thinking → speaking) ──done──► idle | listening
+ *                                   └ barge-in (interruptible, caller speaks ≥ bargeInMs) ──► listening
+ *   live ──max duration | session.end | user.hangup | hang_up_call──► ended
+ *
+ * Audio never goes through the machine: caller frames go straight to the transcription
+ * stream (`sendAudio`), the agent's audio straight from the synthesis stream through the
+ * playout to the output. The machine sees the events that decide turns.
+ */
+import { assign, createActor, fromCallback, fromPromise, setup, type AnyActorRef } from 'xstate';
+import { Playout } from './playout.ts';
+import type {
+  AgentState,
+  ChatMessage,
+  SessionDeps,
+  SessionEnd,
+  SessionPlan,
+  SttStream,
+  Timed,
+  ToolSpec,
+  TtsStream,
+  TurnMetrics,
+} from './types.ts';
+
+/** Events a client sends (GAPS.md §5 `client-event`), as the actor takes them. */
+export type ClientEvent =
+  | { type: 'user.message'; text: string; audio?: boolean }
+  | { type: 'user.activity' }
+  | { type: 'user.interrupt' }
+  | { type: 'user.hangup' };
+
+export type SessionEvent =
+  | ClientEvent
+  | { type: 'session.end'; reason: string }
+  | { type: 'stt.speech_started' }
+  | { type: 'stt.partial'; text: string }
+  | { type: 'stt.committed'; text: string }
+  | { type: 'stt.speech_ended'; atMs: number }
+  | { type: 'stt.failed'; error: unknown }
+  | { type: 'turn.speaking' }
+  | { type: 'turn.done' }
+  | { type: 'turn.hangup' }
+  | { type: 'turn.failed'; error: unknown };
+
+/** What the agent says next. */
+type Reply =
+  | { kind: 'generate'; audio: boolean; instructions?: string }
+  | { kind: 'say'; text: string };
+
+interface Ctx {
+  plan: SessionPlan;
+  history: ChatMessage[];
+  turnId: number;
+  /** Committed text of the caller's current turn. */
+  heard: string;
+  /** Latest partial of the utterance in progress. */
+  partial: string;
+  userSpeaking: boolean;
+  userSegment: number;
+  reply: Reply | null;
+  /** End the session once the current turn has been spoken (farewell, hang-up). */
+  endAfterTurn: string | null;
+  nudged: boolean;
+  endReason: string | null;
+  failed: boolean;
+  /** Clock time when the caller's speech ended (for turn metrics). */
+  speechEndedAt: number | null;
+  /** Recognition part of the latency: end of speech → the recognizer said so. */
+  recognitionMs: number | null;
+}
+
+const HANG_UP_TOOL: ToolSpec = {
+  name: 'hang_up_call',
+  description: 'End the call. Use it when the caller says goodbye or asks you to hang up.',
+  parametersJsonSchema: JSON.stringify({ type: 'object', properties: { reason: { type: 'string', description: 'Why the call ends' } } }),
+};
+
+/** Text up to the last sentence end followed by whitespace, and the rest. */
+function cutSentences(buffer: string): [string, string] {
+  const re = /[.!?。！？…\n]+["')\]」』]*\s+/gu;
+  let end = -1;
+  for (const m of buffer.matchAll(re)) end = m.index! + m[0].length;
+  return end < 0 ? ['', buffer] : [buffer.slice(0, end), buffer.slice(end)];
+}
+
+/**
+ * One agent turn: generate (or take) the text, stream it sentence by sentence into a
+ * synthesis stream, pace the audio out, and know at any moment what has been spoken.
+ */
+class TurnRun {
+  readonly ac = new AbortController();
+  text = '';
+  chars: Timed[] = [];
+  hangUp = false;
+  toolCalls: NonNullable<ChatMessage['toolCalls']> = [];
+  finalized = false;
+  private playout: Playout;
+  private stopped = false;
+  private lastWords = -1;
+  private t: { start: number; firstText?: number; firstTts?: number; firstAudio?: number } = { start: 0 };
+
+  constructor(
+    private readonly deps: SessionDeps,
+    private readonly plan: SessionPlan,
+    readonly turnId: number,
+    private readonly reply: Reply,
+    private readonly messages: ChatMessage[],
+    private readonly timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null },
+    private readonly sendBack: (e: SessionEvent) => void,
+    private readonly onMetrics: (m: TurnMetrics) => void,
+  ) {
+    this.playout = new Playout(deps.clock, (pcm) => deps.output.audio(pcm), () => this.progress());
+  }
+
+  /** Audio sent to the caller so far, in milliseconds of this turn's speech. */
+  get playedMs(): number {
+    return this.playout.playedMs;
+  }
+
+  /** The text the caller has actually heard (everything, for text-only or finished turns). */
+  spoken(all = false): string {
+    if (all || this.reply.kind === 'generate' && !this.reply.audio) return this.text;
+    const played = this.playout.playedMs;
+    let out = '';
+    for (const c of this.chars) {
+      if (c.endMs > played + 0.5) break;
+      out += c.text;
+    }
+    return out;
+  }
+
+  private emit(e: SessionEvent) {
+    if (!this.stopped) this.sendBack(e);
+  }
+
+  stop() {
+    this.stopped = true;
+    this.ac.abort();
+    this.playout.stop();
+  }
+
+  private progress() {
+    // Agent text is paced to playback: an interim transcript per completed word.
+    const text = this.spoken();
+    const words = text.split(/\s+/).filter(Boolean).length;
+    if (words === this.lastWords || this.stopped || !text) return;
+    this.lastWords = words;
+    this.deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${this.turnId}`, text, final: false });
+  }
+
+  private metrics() {
+    const now = this.deps.clock.now();
+    const t = this.t;
+    const from = this.timing.speechEndedAt ?? t.start;
+    const total = now - from;
+    const rec = this.timing.recognitionMs;
+    const decide = this.timing.decideMs;
+    const model = t.firstText !== undefined ? t.firstText - t.start : null;
+    const synth = t.firstTts !== undefined && t.firstAudio !== undefined ? t.firstAudio - t.firstTts : null;
+    const known = (rec ?? 0) + (decide ?? 0) + (model ?? 0) + (synth ?? 0);
+    this.onMetrics({ turn_id: this.turnId, recognition_ms: rec, decide_ms: decide, model_ms: model, synthesis_ms: synth, total_ms: total, platform_ms: Math.max(0, total - known) });
+  }
+
+  async run(): Promise<void> {
+    const { deps, plan, reply } = this;
+    const signal = this.ac.signal;
+    this.t.start = deps.clock.now();
+    const audio = reply.kind === 'say' || reply.audio;
+    let tts: TtsStream | null = null;
+    let reading: Promise<void> | null = null;
+    // The synthesis stream opens while the model thinks, so its set-up is off the critical path.
+    const opening = audio ? deps.backend.synthesize({ voiceId: plan.voiceId, language: plan.language, signal }) : null;
+    opening?.catch(() => {});
+    const speak = async (text: string) => {
+      if (!audio || !text) return;
+      if (!tts) {
+        tts = await opening!;
+        reading = this.read(tts);
+        reading.catch(() => {});
+      }
+      this.t.firstTts ??= deps.clock.now();
+      tts.send(text);
+      tts.flush();
+    };
+
+    if (reply.kind === 'say') {
+      this.text = reply.text;
+      this.t.firstText = this.t.start;
+      await speak(reply.text);
+    } else {
+      let buffer = '';
+      const tools = plan.hangUpTool ? [HANG_UP_TOOL] : [];
+      for await (const ev of deps.backend.generate({ messages: this.messages, tools, signal })) {
+        if (ev.type === 'text') {
+          this.t.firstText ??= deps.clock.now();
+          this.text += ev.text;
+          buffer += ev.text;
+          const [sentences, rest] = cutSentences(buffer);
+          buffer = rest;
+          await speak(sentences);
+        } else if (ev.type === 'tool_call') {
+          this.t.firstText ??= deps.clock.now();
+          this.toolCall(ev);
+        }
+      }
+      await speak(buffer);
+    }
+    signal.throwIfAborted();
+    if (!tts && opening) (await opening).end(); // nothing to say (e.g. only a tool call)
+    if (tts) {
+      (tts as TtsStream).end();
+      await reading;
+      await this.playout.drained();
+    } else {
+      this.metrics();
+    }
+    signal.throwIfAborted();
+    this.emit(this.hangUp ? { type: 'turn.hangup' } : { type: 'turn.done' });
+  }
+
+  private toolCall(ev: { id: string; name: string; argumentsJson: string }) {
+    const { deps, plan } = this;
+    const source = 'builtin';
+    this.toolCalls.push({ id: ev.id, name: ev.name, argumentsJson: ev.argumentsJson });
+    const known = ev.name === HANG_UP_TOOL.name && plan.hangUpTool;
+    const at = new Date(deps.clock.now()).toISOString();
+    const input = ev.argumentsJson.length > 4096 ? ev.argumentsJson.slice(0, 4096) : ev.argumentsJson;
+    deps.record([{ type: 'tool_call', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, input: ev.argumentsJson, turn_id: this.turnId, created_at: at } }]);
+    if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.started', callId: ev.id, toolName: ev.name, toolSource: source, input, ...(input.length < ev.argumentsJson.length ? { inputTruncated: true } : {}) });
+    if (known) {
+      this.hangUp = true;
+      const output = JSON.stringify({ ok: true });
+      deps.record([{ type: 'tool_result', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, status: 'completed', output, output_truncated: false, error: null, latency_ms: 0, turn_id: this.turnId, created_at: at } }]);
+      if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.completed', callId: ev.id, toolName: ev.name, toolSource: source, output });
+    } else {
+      const error = `Unknown tool: ${ev.name}`;
+      deps.record([{ type: 'tool_result', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, status: 'failed', output: null, output_truncated: false, error, latency_ms: 0, turn_id: this.turnId, created_at: at } }]);
+      if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.failed', callId: ev.id, toolName: ev.name, toolSource: source, error });
+    }
+  }
+
+  private async read(tts: TtsStream): Promise<void> {
+    for await (const ev of tts) {
+      if (this.stopped) return;
+      if (ev.type !== 'audio') continue;
+      for (const c of ev.chars) this.chars.push(c);
+      if (ev.pcm.length === 0) continue;
+      if (this.t.firstAudio === undefined) {
+        this.t.firstAudio = this.deps.clock.now();
+        this.metrics();
+        this.emit({ type: 'turn.speaking' });
+      }
+      await this.playout.enqueue(ev.pcm);
+    }
+  }
+}
+
+/** A live session: the actor plus the audio paths around it. */
+export interface SessionHandle {
+  readonly id: string;
+  /** The agent state the client sees. */
+  readonly state: AgentState;
+  /** Caller audio: 16 kHz mono 16-bit PCM. */
+  sendAudio(pcm: Uint8Array): void;
+  /** A client event or a control event. */
+  send(event: SessionEvent): void;
+  /** Ends the session (no-op once ended). */
+  end(reason: string): void;
+  /** Settles once the session has ended and its streams are closed. */
+  readonly ended: Promise<SessionEnd>;
+  readonly turns: TurnMetrics[];
+  readonly actor: AnyActorRef;
+}
+
+/** What the machine shares with the handle around it (streams are not machine context). */
+export interface SessionIo {
+  stt: SttStream | null;
+  turn: TurnRun | null;
+  turns: TurnMetrics[];
+  /** Milliseconds of caller audio sent to the recognizer. */
+  sttSentMs: number;
+}
+
+interface TurnInput {
+  plan: SessionPlan;
+  reply: Reply;
+  messages: ChatMessage[];
+  turnId: number;
+  timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null };
+}
+
+export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 }) {
+
+  const record = (role: 'user' | 'assistant', content: string, turnId: number) => {
+    if (!content) return;
+    deps.record([{ type: 'message', payload: { role, content, turn_id: turnId, created_at: new Date(deps.clock.now()).toISOString() } }]);
+  };
+
+  /** Settles the current agent turn once: final transcript, history, record. */
+  const settleTurn = (ctx: Ctx, interrupted: boolean): ChatMessage[] => {
+    const t = io.turn;
+    if (!t || t.finalized) return ctx.history;
+    t.finalized = true;
+    const text = interrupted ? t.spoken() : t.spoken(true);
+    if (text || t.text) deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${t.turnId}`, text, final: true });
+    record('assistant', text, t.turnId);
+    const msg: ChatMessage = { role: 'assistant', content: text };
+    if (t.toolCalls.length) msg.toolCalls = t.toolCalls;
+    const history = text || t.toolCalls.length ? [...ctx.history, msg] : ctx.history;
+    // A tool call needs its result in the history for the next request.
+    return history.concat(t.toolCalls.map((c) => ({ role: 'tool' as const, content: JSON.stringify({ ok: true }), toolCallId: c.id, name: c.name })));
+  };
+
+  const userText = (ctx: Ctx) => (ctx.heard + (ctx.userSpeaking ? ctx.partial : '')).trim();
+
+  return setup({
+    types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan } },
+    actors: {
+      openStt: fromPromise<SttStream, { language: string }>(async ({ input, signal }) => deps.backend.transcribe({ language: input.language, signal })),
+      listen: fromCallback<SessionEvent>(({ sendBack }) => {
+        const stt = io.stt!;
+        let stopped = false;
+        (async () => {
+          for await (const ev of stt) {
+            if (stopped) return;
+            if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
+            else if (ev.type === 'partial') sendBack({ type: 'stt.partial', text: ev.text });
+            else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
+            else sendBack({ type: 'stt.speech_ended', atMs: ev.atMs });
+          }
+        })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
+        return () => { stopped = true; };
+      }),
+      turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
+        const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m) => {
+          io.turns.push(m);
+          deps.onTurn?.(m);
+        });
+        io.turn = run;
+        run.run().catch((error) => {
+          if (!run.ac.signal.aborted) sendBack({ type: 'turn.failed', error });
+        });
+        return () => run.stop();
+      }),
+    },
+    delays: {
+      maxDuration: ({ context }) => context.plan.maxDurationMs,
+      decide: ({ context }) => context.plan.decideMs,
+      bargeIn: ({ context }) => context.plan.bargeInMs,
+      reengage: ({ context }) => context.plan.reengage?.afterMs ?? 2 ** 31 - 1,
+    },
+    guards: {
+      userSpeaking: ({ context }) => context.userSpeaking,
+      hasFirstMessage: ({ context }) => context.plan.firstMessage.mode !== 'off',
+      heardSomething: ({ context }) => userText(context) !== '',
+      endAfterTurn: ({ context }) => context.endAfterTurn !== null,
+      callerPending: ({ context }) => context.userSpeaking || userText(context) !== '',
+      reengageEnabled: ({ context }) => context.plan.reengage !== null,
+      nudged: ({ context }) => context.nudged,
+      interruptible: ({ context }) => context.plan.interruptible,
+    },
+    actions: {
+      speechOn: assign({ userSpeaking: true, partial: '' }),
+      speechOff: assign(({ context, event }) => {
+        const now = deps.clock.now();
+        const atMs = event.type === 'stt.speech_ended' ? event.atMs : null;
+        const audioNow = io.sttSentMs;
+        // The recognizer reports where speech ended in stream time; the audio after it
+        // arrived (audioNow − atMs) ago, so that is how long recognition took to say so.
+        const recognitionMs = atMs !== null && audioNow !== null ? Math.max(0, audioNow - atMs) : null;
+        return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs: context.recognitionMs ?? recognitionMs };
+      }),
+      partial: assign(({ context, event }) => {
+        if (event.type !== 'stt.partial') return {};
+        deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${context.userSegment}`, text: (context.heard + event.text).trim(), final: false });
+        return { partial: event.text };
+      }),
+      committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text, partial: '' } : {})),
+      /** The caller's turn is taken: final transcript, history, record. */
+      takeUserTurn: assign(({ context }) => {
+        const text = userText(context);
+        const turnId = context.turnId + 1;
+        deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${context.userSegment}`, text, final: true });
+        record('user', text, turnId);
+        return {
+          history: [...context.history, { role: 'user' as const, content: text }],
+          turnId,
+          heard: '',
+          partial: '',
+          userSegment: context.userSegment + 1,
+          reply: { kind: 'generate' as const, audio: true },
+          nudged: false,
+        };
+      }),
+      takeTyped: assign(({ context, event }) => {
+        if (event.type !== 'user.message') return {};
+        const turnId = context.turnId + 1;
+        record('user', event.text, turnId);
+        return { history: [...context.history, { role: 'user' as const, content: event.text }], turnId, reply: { kind: 'generate' as const, audio: event.audio !== false }, nudged: false, speechEndedAt: null, recognitionMs: null };
+      }),
+      firstMessage: assign(({ context }) => {
+        const fm = context.plan.firstMessage;
+        if (fm.mode === 'fixed') return { reply: { kind: 'say' as const, text: fm.text } };
+        if (fm.mode === 'prompt') return { reply: { kind: 'generate' as const, audio: true, instructions: fm.prompt } };
+        return {};
+      }),
+      nudge: assign(({ context }) => ({ reply: { kind: 'say' as const, text: context.plan.reengage!.nudge }, nudged: true, speechEndedAt: null, recognitionMs: null })),
+      farewell: assign(({ context }) => {
+        const f = context.plan.reengage?.farewell;
+        return f ? { reply: { kind: 'say' as const, text: f }, endAfterTurn: 'idle_timeout' } : { endAfterTurn: 'idle_timeout' };
+      }),
+      settle: assign(({ context }) => ({ history: settleTurn(context, false), speechEndedAt: null, recognitionMs: null })),
+      interrupt: assign(({ context }) => ({ history: settleTurn(context, true), speechEndedAt: null, recognitionMs: null })),
+      endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+      endFromEvent: assign(({ event }) => ({ endReason: event.type === 'session.end' ? event.reason : 'ended' })),
+      fail: assign(({ event }) => {
+        deps.log?.error({ err: 'error' in event ? event.error : undefined }, 'session failed');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+        return { endReason: 'error', failed: true };
+      }),
+      turnFailed: ({ event }) => {
+        deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
+      endPending: assign(({ context }) => ({ endReason: context.endAfterTurn })),
+    },
+  }).createMachine({
+    id: 'session',
+    context: ({ input }) => ({
+      plan: input.plan,
+      history: [],
+      turnId: 0,
+      heard: '',
+      partial: '',
+      userSpeaking: false,
+      userSegment: 1,
+      reply: null,
+      endAfterTurn: null,
+      nudged: false,
+      endReason: null,
+      failed: false,
+      speechEndedAt: null,
+      recognitionMs: null,
+    }),
+    initial: 'initializing',
+    states: {
+      initializing: {
+        invoke: {
+          src: 'openStt',
+          input: ({ context }) => ({ language: context.plan.language }),
+          onDone: { target: 'live', actions: ({ event }) => { io.stt = event.output; } },
+          onError: { target: 'ended', actions: 'fail' },
+        },
+        on: {
+          'session.end': { target: 'ended', actions: 'endFromEvent' },
+          'user.hangup': { target: 'ended', actions: { type: 'endWith', params: { reason: 'user_hangup' } } },
+        },
+      },
+      live: {
+        invoke: { src: 'listen' },
+        after: { maxDuration: { target: 'ended', actions: { type: 'endWith', params: { reason: 'max_duration' } } } },
+        on: {
+          'session.end': { target: 'ended', actions: ['interrupt', 'endFromEvent'] },
+          'user.hangup': { target: 'ended', actions: ['interrupt', { type: 'endWith', params: { reason: 'user_hangup' } }] },
+          'stt.failed': { target: 'ended', actions: ['interrupt', 'fail'] },
+          'stt.speech_started': { actions: 'speechOn' },
+          'stt.speech_ended': { actions: 'speechOff' },
+          'stt.partial': { actions: 'partial' },
+          'stt.committed': { actions: 'committed' },
+        },
+        initial: 'opening',
+        states: {
+          opening: {
+            always: [{ guard: 'hasFirstMessage', target: 'responding', actions: 'firstMessage' }, { target: 'idle' }],
+          },
+          idle: {
+            after: {
+              reengage: [
+                { guard: 'nudged', target: 'responding', actions: 'farewell' },
+                { guard: 'reengageEnabled', target: 'responding', actions: 'nudge' },
+              ],
+            },
+            on: {
+              'stt.speech_started': { target: 'listening', actions: 'speechOn' },
+              'stt.committed': { target: 'listening', actions: 'committed' },
+              'user.message': { target: 'responding', actions: 'takeTyped' },
+              'user.activity': { target: 'idle', reenter: true },
+            },
+          },
+          listening: {
+            initial: 'check',
+            on: {
+              'stt.speech_started': { target: '.hearing', actions: 'speechOn' },
+              'stt.speech_ended': { target: '.deciding', actions: 'speechOff' },
+              'user.message': { target: 'responding', actions: 'takeTyped' },
+            },
+            states: {
+              check: { always: [{ guard: 'userSpeaking', target: 'hearing' }, { target: 'deciding' }] },
+              hearing: {},
+              deciding: {
+                after: {
+                  decide: [
+                    { guard: 'heardSomething', target: '#session.live.responding', actions: 'takeUserTurn' },
+                    { target: '#session.live.idle' },
+                  ],
+                },
+              },
+            },
+          },
+          responding: {
+            type: 'parallel',
+            invoke: {
+              src: 'turn',
+              input: ({ context }) => {
+                const reply = context.reply ?? { kind: 'generate' as const, audio: true };
+                const system: ChatMessage = { role: 'system', content: [context.plan.systemPrompt, ...context.plan.context(deps.clock.now())].filter(Boolean).join('\n\n') };
+                const messages = [system, ...context.history];
+                // The opener's instructions go last, as the turn the model answers.
+                if (reply.kind === 'generate' && reply.instructions) messages.push({ role: 'user', content: reply.instructions });
+                const decideMs = context.speechEndedAt !== null ? context.plan.decideMs : null;
+                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, recognitionMs: context.recognitionMs, decideMs } };
+              },
+            },
+            on: {
+              'turn.done': [
+                { guard: 'endAfterTurn', target: '#ended', actions: ['settle', 'endPending'] },
+                { guard: 'callerPending', target: 'listening', actions: 'settle' },
+                { target: 'idle', actions: 'settle' },
+              ],
+              'turn.hangup': { target: '#ended', actions: ['settle', { type: 'endWith', params: { reason: 'agent_hangup' } }] },
+              'turn.failed': { target: 'idle', actions: ['interrupt', 'turnFailed'] },
+              'user.interrupt': { target: 'listening', actions: 'interrupt' },
+              'user.message': { target: 'responding', reenter: true, actions: ['interrupt', 'takeTyped'] },
+            },
+            states: {
+              output: {
+                initial: 'thinking',
+                states: {
+                  thinking: { on: { 'turn.speaking': 'speaking' } },
+                  speaking: {},
+                },
+              },
+              barge: {
+                initial: 'quiet',
+                states: {
+                  quiet: {
+                    on: { 'stt.speech_started': { guard: 'interruptible', target: 'callerTalking', actions: 'speechOn' } },
+                  },
+                  callerTalking: {
+                    after: { bargeIn: { target: '#session.live.listening', actions: 'interrupt' } },
+                    on: { 'stt.speech_ended': { target: 'quiet', actions: 'speechOff' } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      ended: { id: 'ended', type: 'final' },
+    },
+  });
+}
+
+/** Maps the machine's state to the agent state the client sees. */
+export function agentStateOf(value: unknown): AgentState {
+  const s = JSON.stringify(value);
+  if (s.includes('"initializing"') || s.includes('opening')) return 'initializing';
+  if (s.includes('speaking')) return 'speaking';
+  if (s.includes('thinking')) return 'thinking';
+  if (s.includes('listening')) return 'listening';
+  return 'idle';
+}
+
+/**
+ * Starts a session. The returned handle settles `ended` exactly once; a throwing session
+ * ends as `failed` and takes nothing else with it.
+ */
+export function startSession(plan: SessionPlan, given: SessionDeps): SessionHandle {
+  const io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 };
+  // A failure in the output (a transport's bug) ends this session as failed, never the process.
+  const guard = <A extends unknown[]>(f: (...a: A) => void) => (...a: A) => {
+    try {
+      f(...a);
+    } catch (err) {
+      given.log?.error({ err }, 'session output failed');
+      queueMicrotask(() => finish('failed', 'error'));
+    }
+  };
+  const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p) => given.output.audio(p)) } };
+  const machine = createSessionMachine(deps, io);
+  const actor = createActor(machine, { input: { plan }, clock: deps.clock });
+  let state: AgentState = 'initializing';
+  let sentBytes = 0;
+  let settle!: (e: SessionEnd) => void;
+  const ended = new Promise<SessionEnd>((r) => (settle = r));
+  let done = false;
+  const finish = (status: 'completed' | 'failed', reason: string) => {
+    if (done) return;
+    done = true;
+    io.turn?.stop();
+    io.stt?.end();
+    io.stt?.cancel();
+    actor.stop();
+    settle({ status, reason, turns: io.turns });
+  };
+
+  actor.subscribe({
+    next: (snap) => {
+      if (snap.status === 'done') {
+        finish(snap.context.failed ? 'failed' : 'completed', snap.context.endReason ?? 'ended');
+        return;
+      }
+      const s = agentStateOf(snap.value);
+      if (s !== state) {
+        state = s;
+        deps.output.message({ topic: 'lk.agent.state', state: s });
+      }
+    },
+    error: (err) => {
+      deps.log?.error({ err }, 'session actor threw');
+      finish('failed', 'error');
+    },
+  });
+  deps.output.message({ topic: 'lk.agent.state', state });
+  actor.start();
+
+  return {
+    id: plan.sessionId,
+    get state() {
+      return state;
+    },
+    sendAudio(pcm) {
+      if (done || !io.stt) return;
+      sentBytes += pcm.length;
+      io.sttSentMs = sentBytes / 32; // 16 kHz × 2 bytes = 32 bytes per millisecond
+      io.stt.sendAudio(pcm);
+    },
+    send(event) {
+      if (!done) actor.send(event);
+    },
+    end(reason) {
+      if (!done) actor.send({ type: 'session.end', reason });
+    },
+    ended,
+    get turns() {
+      return io.turns;
+    },
+    actor,
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * What a session actor needs and produces. Actors see only these interfaces: the runtime
+ * (`src/agent/runtime.ts`) adapts the inference client, the transport and the store to them;
+ * tests pass fakes from `test/fixtures/`.
+ */
+import type { Clock } from './clock.ts';
+
+/** Agent state as the client sees it (GAPS.md §5 `lk.agent.state`). */
+export type AgentState = 'initializing' | 'idle' | 'listening' | 'thinking' | 'speaking';
+
+/** Sample rate of all audio at the actor boundary: 16 kHz, mono, 16-bit little-endian PCM. */
+export const SESSION_SAMPLE_RATE_HZ = 16_000;
+
+export interface Timed {
+  text: string;
+  startMs: number;
+  endMs: number;
+}
+
+/** Events of a realtime transcription stream. */
+export type SttEvent =
+  | { type: 'speech_started'; atMs: number }
+  | { type: 'partial'; text: string }
+  | { type: 'committed'; text: string }
+  | { type: 'speech_ended'; atMs: number };
+
+export interface SttStream extends AsyncIterable<SttEvent> {
+  /** A frame of 16 kHz PCM bytes. */
+  sendAudio(pcm: Uint8Array): void;
+  end(): void;
+  cancel(): void;
+}
+
+/** Events of a live synthesis stream: audio (16 kHz PCM) with the characters it speaks. */
+export type TtsEvent =
+  | { type: 'audio'; pcm: Uint8Array; offsetMs: number; chars: Timed[] }
+  | { type: 'flushed' };
+
+export interface TtsStream extends AsyncIterable<TtsEvent> {
+  send(text: string): void;
+  flush(): void;
+  /** Speak what is left, then end the iteration. */
+  end(): void;
+  cancel(): void;
+}
+
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  toolCalls?: { id: string; name: string; argumentsJson: string }[];
+  toolCallId?: string;
+  name?: string;
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parametersJsonSchema: string;
+}
+
+export type LlmEvent =
+  | { type: 'text'; text: string }
+  | { type: 'tool_call'; id: string; name: string; argumentsJson: string }
+  | { type: 'finish'; reason: string };
+
+/** Inference as a session uses it. Aborting the signal cancels the call. */
+export interface SessionBackend {
+  transcribe(o: { language: string; signal: AbortSignal }): Promise<SttStream>;
+  generate(o: { messages: ChatMessage[]; tools: ToolSpec[]; signal: AbortSignal }): AsyncIterable<LlmEvent>;
+  synthesize(o: { voiceId: string; language: string; signal: AbortSignal }): Promise<TtsStream>;
+}
+
+/** Messages a session sends to its client (the websocket transport frames them as JSON). */
+export type ServerMessage =
+  | { topic: 'lk.agent.state'; state: AgentState }
+  | { topic: 'lk.transcription'; role: 'user' | 'agent'; segmentId: string; text: string; final: boolean }
+  | { topic: 'agent-event'; type: 'tool.started'; callId: string; toolName: string; toolSource: string; input: string; inputTruncated?: boolean }
+  | { topic: 'agent-event'; type: 'tool.completed'; callId: string; toolName: string; toolSource: string; output: string; outputTruncated?: boolean }
+  | { topic: 'agent-event'; type: 'tool.failed'; callId: string; toolName: string; toolSource: string; error: string }
+  | { topic: 'agent-event'; type: 'error'; code: 'provider_error' | 'internal_error' };
+
+/** Where a session's output goes. Audio is already paced to real time when it arrives here. */
+export interface SessionOutput {
+  message(m: ServerMessage): void;
+  audio(pcm: Uint8Array): void;
+}
+
+/** A durable record entry (`session_items`, GAPS.md §4.4). */
+export interface SessionItem {
+  type: 'message' | 'tool_call' | 'tool_result';
+  payload: Record<string, unknown>;
+}
+
+/** Latency of one turn, from the end of the caller's speech to the agent's first audio. */
+export interface TurnMetrics {
+  turn_id: number;
+  /** End of speech (audio time mapped to arrival) → the recognizer said the speech ended. */
+  recognition_ms: number | null;
+  /** The eagerness wait before answering. */
+  decide_ms: number | null;
+  /** Generate call → first text (or tool call). */
+  model_ms: number | null;
+  /** First text sent to synthesis → first audio back. */
+  synthesis_ms: number | null;
+  /** End of speech (or the reply's start, for typed turns) → first audio sent to the client. */
+  total_ms: number | null;
+  /** total − recognition − decide − model − synthesis: what the platform itself added. */
+  platform_ms: number | null;
+}
+
+/** Everything a session runs with, resolved once from the record and the pinned config. */
+export interface SessionPlan {
+  sessionId: string;
+  /** The system prompt with variables rendered (override applied). */
+  systemPrompt: string;
+  /** Context lines added to the system message before each reply (world context, language pin). */
+  context(now: number): string[];
+  /** `off`: silent; `fixed`: spoken verbatim; `prompt`: generated from the instructions. Rendered. */
+  firstMessage: { mode: 'off' } | { mode: 'fixed'; text: string } | { mode: 'prompt'; prompt: string };
+  language: string;
+  voiceId: string;
+  /** Wait after the caller stops before answering. */
+  decideMs: number;
+  interruptible: boolean;
+  /** How long the caller must speak over the agent before it stops. */
+  bargeInMs: number;
+  maxDurationMs: number;
+  hangUpTool: boolean;
+  /** Re-engage: nudge after `afterMs` of silence, end after as much again. Null when disabled. */
+  reengage: { afterMs: number; nudge: string; farewell: string | null } | null;
+  toolEvents: boolean;
+}
+
+export interface SessionDeps {
+  backend: SessionBackend;
+  output: SessionOutput;
+  /** Durable writes; called in order, never awaited by the actor. */
+  record(items: SessionItem[]): void;
+  clock: Clock;
+  /** Turn metrics as each turn starts speaking. */
+  onTurn?(m: TurnMetrics): void;
+  log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+/** How a session ended. */
+export interface SessionEnd {
+  status: 'completed' | 'failed';
+  reason: string;
+  turns: TurnMetrics[];
+}

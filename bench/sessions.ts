@@ -1,0 +1,189 @@
+/**
+ * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
+ *
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5]
+ *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
+ *
+ * The platform runs in this process; the native backend (synthetic speech, scripted model,
+ * fast pacing) runs as its own child process, and the simulated callers run in a second
+ * child, so this process's CPU time is the platform's alone. Each caller connects, streams
+ * 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
+ *
+ * Prints one JSON object: sessions held, memory and CPU per session, turns, the platform-
+ * added turn latency (per turn: end of speech → first agent audio sent, minus recognition,
+ * eagerness, model and synthesis time as the backend took them) p50/p99, and session
+ * creations per second.
+ */
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { encodeText } from '../native/engines/synthetic/modem.ts';
+import { startPlatform } from '../src/platform.ts';
+import { createLogger } from '../src/log.ts';
+import { spawnNativeBackend } from '../src/inference/index.ts';
+import { percentile, round } from './lib.ts';
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ------------------------------------------------------------------------------------------
+// The caller child: connects `n` sessions and talks until told to stop.
+
+async function callers() {
+  const { url, key, agent, n, seconds } = JSON.parse(process.env.BENCH_CALLERS!) as { url: string; key: string; agent: string; n: number; seconds: number };
+  const question = encodeText('What time is it?', { sampleRateHz: 16000 }).pcm;
+  const frame = 1600; // 100 ms
+  const silence = new Uint8Array(frame * 2);
+  const sockets: { ws: WebSocket; speakAt: number; pos: number; bytesIn: number }[] = [];
+  let failed = 0;
+  const seen: Record<string, number> = {};
+  const t0 = Date.now();
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      await sleep((i * 2000) / n); // ramp up over 2 s
+      const r = await fetch(`${url}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: agent }) });
+      if (r.status !== 200) { failed++; return; }
+      const s = (await r.json()) as { websocket_url: string; token: string };
+      const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
+      const entry = { ws, speakAt: Date.now() + 1000 + ((i * 6000) / n), pos: -1, bytesIn: 0 };
+      ws.on('message', (d, bin) => {
+        if (bin) entry.bytesIn += (d as Buffer).length;
+        else {
+          const m = JSON.parse(d.toString());
+          const k = m.state ?? m.type ?? `${m.topic}:${m.role}:${m.final}`;
+          seen[k] = (seen[k] ?? 0) + 1;
+        }
+      });
+      ws.on('error', () => {});
+      await new Promise<void>((res) => { ws.once('open', () => res()); ws.once('close', () => res()); });
+      if (ws.readyState === WebSocket.OPEN) sockets.push(entry);
+      else failed++;
+    }),
+  );
+  process.send!({ type: 'connected', held: sockets.length, failed, ms: Date.now() - t0 });
+  const tick = setInterval(() => {
+    const now = Date.now();
+    for (const s of sockets) {
+      if (s.ws.readyState !== WebSocket.OPEN) continue;
+      if (s.pos < 0 && now >= s.speakAt) s.pos = 0;
+      if (s.pos >= 0) {
+        const piece = question.subarray(s.pos, s.pos + frame);
+        const bytes = new Uint8Array(frame * 2);
+        bytes.set(new Uint8Array(piece.buffer, piece.byteOffset, piece.byteLength));
+        s.ws.send(bytes);
+        s.pos += frame;
+        if (s.pos >= question.length) { s.pos = -1; s.speakAt = now + 6000; }
+      } else s.ws.send(silence);
+    }
+  }, 100);
+  process.on('message', async (m: { type: string }) => {
+    if (m.type !== 'stop') return;
+    clearInterval(tick);
+    const open = sockets.filter((s) => s.ws.readyState === WebSocket.OPEN).length;
+    const audioIn = sockets.reduce((k, s) => k + s.bytesIn, 0);
+    for (const s of sockets) s.ws.send(JSON.stringify({ type: 'user.hangup' }));
+    await sleep(500);
+    for (const s of sockets) s.ws.terminate();
+    process.send!({ type: 'stopped', open, agentAudioSeconds: audioIn / 32000, seen });
+    process.exit(0);
+  });
+  void seconds;
+}
+
+// ------------------------------------------------------------------------------------------
+// The platform side.
+
+async function main() {
+  const n = arg('sessions', 200);
+  const seconds = arg('seconds', 30);
+  const creationSeconds = arg('creations-seconds', 5);
+  const key = `pk_bench_${randomBytes(16).toString('hex')}`;
+  const backend = await spawnNativeBackend({ address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } });
+  const platform = await startPlatform({
+    env: { ...process.env },
+    config: {
+      host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'warn',
+      startNativeBackend: false, speechEngine: 'synthetic', backendAddress: backend.address,
+      maxSessions: 100_000, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL,
+    },
+    dbSchema: process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined,
+    log: createLogger({ level: 'warn' }),
+  });
+  const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
+  const post = async (path: string, body?: unknown) => {
+    const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: r.status, body: (await r.json().catch(() => null)) as any };
+  };
+  await platform.db.sql`update teams set credit_micros = 1000000000000`;
+  const a = await post('/v1/agent/agents', { name: 'bench', config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager' } } });
+  const agent = a.body.agent_id as string;
+  await post(`/v1/agent/agents/${agent}/publish`);
+
+  // Session creations per second (closed loop, 32 in flight); the sessions are never joined.
+  let created = 0;
+  const until = Date.now() + creationSeconds * 1000;
+  const createStart = Date.now();
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (Date.now() < until) if ((await post('/v1/agent/sessions', { agent_id: agent })).status === 200) created++;
+  }));
+  const creationsPerSecond = created / ((Date.now() - createStart) / 1000);
+
+  global.gc?.();
+  await sleep(500);
+  const memBefore = process.memoryUsage();
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ url: platform.url, key, agent, n, seconds }) }, execArgv: ['--import=tsx'] });
+  const next = (type: string) => new Promise<any>((r) => child.on('message', (m: any) => { if (m.type === type) r(m); }));
+  const connected = await next('connected');
+  await sleep(3000);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await sleep(seconds * 1000);
+  const cpu = process.cpuUsage(cpu0);
+  const wallS = (performance.now() - t0) / 1000;
+  global.gc?.();
+  const memDuring = process.memoryUsage();
+  child.send({ type: 'stop' });
+  const stopped = await next('stopped');
+  await sleep(2000);
+  const rows = await platform.db.sql<{ metrics: { turns: { platform_ms: number | null; total_ms: number | null }[] } | null }[]>`select metrics from sessions where status <> 'pending'`;
+  const allTurns = rows.flatMap((r) => r.metrics?.turns ?? []) as unknown as Record<string, number | null>[];
+  const part = (k: string) => {
+    const v = allTurns.map((x) => x[k]).filter((x): x is number => typeof x === 'number').sort((x, y) => x - y);
+    return { p50: round(percentile(v, 50)), p99: round(percentile(v, 99)) };
+  };
+  const platformMs = rows.flatMap((r) => r.metrics?.turns ?? []).map((t) => t.platform_ms).filter((v): v is number => v !== null).sort((x, y) => x - y);
+  const totalMs = rows.flatMap((r) => r.metrics?.turns ?? []).map((t) => t.total_ms).filter((v): v is number => v !== null).sort((x, y) => x - y);
+  const held = connected.held as number;
+  const cpuCoreS = (cpu.user + cpu.system) / 1e6;
+  console.log(JSON.stringify({
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds}`,
+    store: platform.db.kind,
+    state: platform.state.kind,
+    sessions_requested: n,
+    sessions_held: held,
+    sessions_failed: connected.failed,
+    sessions_open_at_end: stopped.open,
+    memory_per_session_kb: held ? round((memDuring.rss - memBefore.rss) / held / 1024, 1) : null,
+    heap_per_session_kb: held ? round((memDuring.heapUsed - memBefore.heapUsed) / held / 1024, 1) : null,
+    platform_cpu_cores: round(cpuCoreS / wallS, 3),
+    cpu_per_session_percent_of_core: held ? round((cpuCoreS / wallS / held) * 100, 3) : null,
+    turns: platformMs.length,
+    agent_audio_seconds_received: round(stopped.agentAudioSeconds, 1),
+    platform_added_turn_latency_ms: { p50: round(percentile(platformMs, 50)), p99: round(percentile(platformMs, 99)) },
+    turn_latency_total_ms: { p50: round(percentile(totalMs, 50)), p99: round(percentile(totalMs, 99)) },
+    turn_latency_parts_ms: { recognition: part('recognition_ms'), decide: part('decide_ms'), model: part('model_ms'), synthesis: part('synthesis_ms') },
+    backend_cpu_note: 'the native backend (synthetic recognizer and synthesizer) runs in its own process on the same cores',
+    session_creations_per_second: round(creationsPerSecond, 1),
+    client_messages_seen: stopped.seen,
+  }));
+  await platform.close();
+  await backend.stop();
+  process.exit(0);
+}
+
+if (process.env.BENCH_ROLE === 'callers') void callers();
+else void main();

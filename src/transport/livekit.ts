@@ -1,0 +1,67 @@
+/**
+ * The `livekit` transport, token side: a room per session and a participant token per
+ * session, minted with livekit-server-sdk. The grant is limited to that one room (join,
+ * publish the microphone, subscribe to the agent, publish data on the wire protocol's
+ * topics) and the token lives until the session's `expires_at`: the client must join
+ * before then, like with every transport.
+ *
+ * Not done yet: the agent participant (@livekit/rtc-node joining the room, publishing its
+ * audio track, subscribing to the caller's, the `agent-event` / `client-event` data topics
+ * and the `lk.agent.state` attribute). See docs/websocket-transport.md, "LiveKit".
+ */
+import { AccessToken } from 'livekit-server-sdk';
+
+export interface LivekitConfig {
+  url: string;
+  apiKey: string;
+  apiSecret: string;
+}
+
+/** The room a session's participants meet in. */
+export function roomName(sessionId: string): string {
+  return `parley-${sessionId}`;
+}
+
+/** The caller's participant identity in the session's room. */
+export function callerIdentity(sessionId: string): string {
+  return `caller-${sessionId}`;
+}
+
+/**
+ * A participant token for the caller of `session`, valid until its `expires_at`
+ * (at least one second), for its room only.
+ */
+export async function mintParticipantToken(
+  cfg: Pick<LivekitConfig, 'apiKey' | 'apiSecret'>,
+  session: { id: string; expires_at: Date; end_user_id?: string | null },
+  now = Date.now(),
+): Promise<string> {
+  const ttlSeconds = Math.max(1, Math.ceil((session.expires_at.getTime() - now) / 1000));
+  const at = new AccessToken(cfg.apiKey, cfg.apiSecret, {
+    identity: callerIdentity(session.id),
+    name: session.end_user_id ?? undefined,
+    ttl: ttlSeconds,
+    metadata: JSON.stringify({ session_id: session.id }),
+  });
+  at.addGrant({
+    room: roomName(session.id),
+    roomJoin: true,
+    canPublish: true,
+    canSubscribe: true,
+    canPublishData: true,
+    canUpdateOwnMetadata: false,
+    roomCreate: false,
+    roomList: false,
+    roomAdmin: false,
+    roomRecord: false,
+  });
+  return at.toJwt();
+}
+
+/** The session API's `mintTransportToken` for LiveKit: the room token and the server URL. */
+export function livekitMinter(cfg: LivekitConfig) {
+  return async (session: { id: string; expires_at: Date; end_user_id?: string | null }, _sessionToken: string) => ({
+    token: await mintParticipantToken(cfg, session),
+    url: cfg.url,
+  });
+}

@@ -1,0 +1,167 @@
+/**
+ * The built-in `websocket` transport (docs/websocket-transport.md): one socket per client at
+ * `/v1/agent/sessions/connect`. JSON text frames carry the GAPS.md §5 messages (agent state,
+ * transcripts, `agent-event`, `client-event`); binary frames carry audio, 16 kHz mono 16-bit
+ * little-endian PCM both ways. The agent's audio arrives here already paced in real time.
+ *
+ * Backpressure: outgoing audio is dropped (and counted) while the socket holds more than
+ * `AUDIO_HIGH_WATER_BYTES` unsent, so a stalled client never grows the heap; JSON messages
+ * are always queued (they are small and rare) up to uWS's `maxBackpressure`, past which
+ * uWS closes the socket. Incoming audio is policed: a client may not send faster than real
+ * time beyond a burst allowance; excess frames are dropped.
+ */
+import type uws from 'uWebSockets.js';
+import type { ClientEvent } from '../../actors/session.ts';
+import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
+import type { HttpApp } from '../http/app.ts';
+import type { Logger } from '../log.ts';
+import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../agent/runtime.ts';
+
+export const CONNECT_PATH = '/v1/agent/sessions/connect';
+/** Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio). */
+export const AUDIO_HIGH_WATER_BYTES = 64 * 1024;
+/** Largest frame a client may send. */
+export const MAX_FRAME_BYTES = 64 * 1024;
+/** Caller audio allowed ahead of real time (a burst after a network stall). */
+const INPUT_BURST_MS = 2_000;
+const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
+
+/** Close codes of the transport. */
+export const CLOSE = {
+  ended: 1000,
+  unauthorized: 4401,
+  notLive: 4404,
+  replaced: 4409,
+  internal: 4500,
+  capacity: 4503,
+} as const;
+
+interface UserData {
+  token: string;
+  sessionId: string;
+  resume: string;
+  closed: boolean;
+  link?: ClientLink;
+  live?: LiveSession;
+  /** Input policing: audio bytes accepted, and when counting started. */
+  inBytes: number;
+  inStart: number;
+}
+
+const CLIENT_TYPES = new Set(['user.message', 'user.activity', 'user.interrupt', 'user.hangup', 'client_tool.result']);
+
+/** A client event from a text frame; malformed JSON and unknown types give null (ignored). */
+export function parseClientEvent(text: string): ClientEvent | null {
+  let m: unknown;
+  try {
+    m = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!m || typeof m !== 'object' || Array.isArray(m)) return null;
+  const e = m as Record<string, unknown>;
+  if (typeof e.type !== 'string' || !CLIENT_TYPES.has(e.type)) return null;
+  if (e.type === 'user.message') {
+    if (typeof e.text !== 'string' || e.text.trim() === '') return null;
+    return { type: 'user.message', text: e.text, ...(e.audio === false ? { audio: false } : {}) };
+  }
+  if (e.type === 'client_tool.result') return null; // no client tools are declared yet: every id is unknown
+  return { type: e.type as 'user.activity' | 'user.interrupt' | 'user.hangup' };
+}
+
+export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger): void {
+  let droppedOut = 0;
+  http.app.ws<UserData>(CONNECT_PATH, {
+    compression: 0,
+    maxPayloadLength: MAX_FRAME_BYTES,
+    maxBackpressure: 4 * 1024 * 1024,
+    idleTimeout: 60,
+    sendPingsAutomatically: true,
+    upgrade: (res, req, context) => {
+      res.onAborted(() => {});
+      // Copy everything out of `req` now: it is invalid after this callback returns. The
+      // token is checked after the upgrade so that refusals reach the client as close codes.
+      const q = new URLSearchParams(req.getQuery() ?? '');
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      const data: UserData = { token: q.get('token') ?? '', sessionId: q.get('session_id') ?? '', resume: q.get('resume') ?? '', closed: false, inBytes: 0, inStart: 0 };
+      res.cork(() => res.upgrade<UserData>(data, key, protocol, extensions, context));
+    },
+    open: (ws) => {
+      const d = ws.getUserData();
+      const refuse = (code: number, reason: string) => {
+        if (!d.closed) {
+          d.closed = true;
+          ws.cork(() => ws.end(code, reason));
+        }
+      };
+      const link: ClientLink = {
+        message: (m) => {
+          if (d.closed) return;
+          ws.cork(() => ws.send(JSON.stringify(m), false));
+        },
+        audio: (pcm) => {
+          if (d.closed) return;
+          if (ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES) {
+            droppedOut++;
+            if ((droppedOut & 1023) === 1) log.warn({ dropped: droppedOut }, 'websocket client too slow: agent audio frames dropped');
+            return;
+          }
+          ws.cork(() => ws.send(pcm, true));
+        },
+        close: (code, reason) => refuse(code, reason),
+      };
+      d.link = link;
+      const attach = (live: LiveSession, resumed: boolean) => {
+        if (d.closed) {
+          // The client left while we were connecting: that is a drop, the grace period applies.
+          live.attach(link);
+          live.detach(link, 'drop');
+          return;
+        }
+        d.live = live;
+        d.inStart = Date.now();
+        live.attach(link);
+        link.message({ topic: 'session', type: 'session.started', sessionId: live.id, resume: live.resume, resumed, sampleRateHz: SESSION_SAMPLE_RATE_HZ });
+        link.message({ topic: 'lk.agent.state', state: live.handle.state });
+      };
+      const fail = (err: unknown) => {
+        if (err instanceof ConnectRefused) return refuse(err.code, err.reason);
+        log.error({ err }, 'session connect failed');
+        refuse(CLOSE.internal, 'Internal error');
+      };
+      if (d.sessionId || d.resume) {
+        try {
+          attach(runtime.resume(d.sessionId, d.resume), true);
+        } catch (err) {
+          fail(err);
+        }
+      } else {
+        runtime.connect(d.token).then((live) => attach(live, false), fail);
+      }
+    },
+    message: (ws, message, isBinary) => {
+      const d = ws.getUserData();
+      const live = d.live;
+      if (!live) return;
+      if (isBinary) {
+        const allowed = (Date.now() - d.inStart + INPUT_BURST_MS) * BYTES_PER_MS;
+        if (d.inBytes + message.byteLength > allowed) return; // faster than real time: dropped
+        d.inBytes += message.byteLength;
+        // uWS reuses the ArrayBuffer after this callback: copy the frame.
+        live.handle.sendAudio(new Uint8Array(message.slice(0)));
+        return;
+      }
+      const e = parseClientEvent(Buffer.from(message).toString('utf8'));
+      if (e) live.handle.send(e);
+    },
+    close: (ws, code) => {
+      const d = ws.getUserData();
+      d.closed = true;
+      // A close frame from the client (1000 normal, 1005 without a code) is the user leaving;
+      // anything else (1006 abnormal, 1001 going away, timeouts) is a drop: reconnect allowed.
+      if (d.live && d.link) d.live.detach(d.link, code === 1000 || code === 1005 ? 'clean' : 'drop');
+    },
+  } as uws.WebSocketBehavior<UserData>);
+}

@@ -1,0 +1,253 @@
+import t from 'tap';
+import { TestClock } from '../../actors/clock.ts';
+import { startSession } from '../../actors/session.ts';
+import type { LlmEvent, SessionPlan } from '../../actors/types.ts';
+import { createFakeBackend, createRecorder } from '../fixtures/session-backend.ts';
+
+function makePlan(over: Partial<SessionPlan> = {}): SessionPlan {
+  return {
+    sessionId: 'sess_test',
+    systemPrompt: 'You are a test agent.',
+    context: () => ['Current time: test'],
+    firstMessage: { mode: 'off' },
+    language: 'en',
+    voiceId: '',
+    decideMs: 200,
+    interruptible: true,
+    bargeInMs: 100,
+    maxDurationMs: 60_000,
+    hangUpTool: false,
+    reengage: null,
+    toolEvents: true,
+    ...over,
+  };
+}
+
+function words(text: string): LlmEvent[] {
+  return [...text.split(/(?<= )/).map((w) => ({ type: 'text' as const, text: w })), { type: 'finish', reason: 'stop' }];
+}
+
+async function start(plan: Partial<SessionPlan> = {}, backend: Parameters<typeof createFakeBackend>[0] = {}) {
+  const clock = new TestClock();
+  const fake = createFakeBackend(backend);
+  const rec = createRecorder();
+  const handle = startSession(makePlan(plan), { backend: fake, output: rec.output, record: rec.record, clock });
+  await clock.tick(10);
+  return { clock, fake, rec, handle };
+}
+
+t.test('first_message_mode off: the agent stays silent until the caller speaks', async (t) => {
+  const { clock, rec, handle, fake } = await start();
+  await clock.tick(2000);
+  t.equal(handle.state, 'idle');
+  t.equal(rec.audioMs, 0);
+  t.equal(fake.requests.length, 0);
+  handle.end('test');
+  t.same(await handle.ended, { status: 'completed', reason: 'test', turns: [] });
+});
+
+t.test('first_message_mode fixed: spoken verbatim, then idle', async (t) => {
+  const { clock, rec, handle, fake } = await start({ firstMessage: { mode: 'fixed', text: 'Hello Ada. How can I help?' } });
+  await clock.tick(2000);
+  t.same(fake.spoken, ['Hello Ada. How can I help?']);
+  t.equal(fake.requests.length, 0, 'no model call for a fixed opener');
+  t.same(rec.finals(), ['agent: Hello Ada. How can I help?']);
+  t.same(rec.states(), ['initializing', 'thinking', 'speaking', 'idle']);
+  t.equal(rec.audioMs, 260, 'all of its audio played');
+  t.same(rec.items.map((i) => i.payload.role), ['assistant']);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('first_message_mode prompt: generated from the instructions', async (t) => {
+  const { clock, rec, handle, fake } = await start({ firstMessage: { mode: 'prompt', prompt: 'Greet the caller.' } }, { reply: () => words('Welcome to Acme. ') });
+  await clock.tick(2000);
+  const req = fake.requests[0];
+  t.equal(req[0].role, 'system');
+  t.match(req[0].content, /You are a test agent\.\n\nCurrent time: test/);
+  t.same(req[req.length - 1], { role: 'user', content: 'Greet the caller.' });
+  t.same(rec.finals(), ['agent: Welcome to Acme. ']);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('a spoken turn: listening, eagerness wait, thinking, speaking, idle', async (t) => {
+  const { clock, rec, handle, fake } = await start({ decideMs: 500 });
+  fake.say('What time is it?');
+  await clock.tick(10);
+  t.equal(handle.state, 'listening');
+  await clock.tick(400);
+  t.equal(handle.state, 'listening', 'still waiting: eagerness');
+  t.equal(fake.requests.length, 0);
+  await clock.tick(200);
+  t.equal(fake.requests.length, 1);
+  await clock.tick(2000);
+  t.equal(handle.state, 'idle');
+  t.same(rec.finals(), ['user: What time is it?', 'agent: You said: What time is it?']);
+  t.same(rec.states(), ['initializing', 'idle', 'listening', 'thinking', 'speaking', 'idle']);
+  t.same(rec.items.map((i) => [i.payload.role, i.payload.content, i.payload.turn_id]), [['user', 'What time is it?', 1], ['assistant', 'You said: What time is it?', 1]]);
+  t.equal(handle.turns.length, 1);
+  t.equal(handle.turns[0].decide_ms, 500);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('speech resuming during the eagerness wait keeps the turn open', async (t) => {
+  const { clock, handle, fake, rec } = await start({ decideMs: 500 });
+  fake.say('My name is ');
+  await clock.tick(300);
+  fake.say('Ada.');
+  await clock.tick(1500);
+  t.same(rec.finals().slice(0, 1), ['user: My name is Ada.']);
+  t.equal(fake.requests.length, 1);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('barge-in: the agent stops at once and keeps only what was spoken', async (t) => {
+  const long = 'This is a long answer that goes on and on. It has a second sentence too. ';
+  const { clock, rec, handle, fake } = await start({ bargeInMs: 100 }, { reply: () => words(long), msPerChar: 20 });
+  fake.say('Tell me a story');
+  await clock.tick(600);
+  t.equal(handle.state, 'speaking');
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  await clock.tick(50);
+  t.equal(handle.state, 'speaking', 'not yet: under the sensitivity threshold');
+  await clock.tick(100);
+  t.equal(handle.state, 'listening');
+  const heard = rec.audioMs;
+  await clock.tick(2000);
+  t.equal(rec.audioMs, heard, 'no audio after the interruption');
+  const agent = rec.finals().find((f) => f.startsWith('agent: '))!.slice(7);
+  t.ok(agent.length > 0 && agent.length < long.length && long.startsWith(agent), `kept a strict prefix: ${JSON.stringify(agent)}`);
+  const history = rec.items.filter((i) => i.payload.role === 'assistant').map((i) => i.payload.content);
+  t.same(history, [agent]);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('a short blip under the threshold does not interrupt', async (t) => {
+  const { clock, handle, fake } = await start({ bargeInMs: 300 }, { reply: () => words('One two three four five six seven eight nine ten. '), msPerChar: 20 });
+  fake.say('Count');
+  await clock.tick(500);
+  t.equal(handle.state, 'speaking');
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  await clock.tick(100);
+  fake.stt!.push({ type: 'speech_ended', atMs: 0 });
+  await clock.tick(400);
+  t.equal(handle.state, 'speaking');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('interruptible false: caller speech does not stop the agent', async (t) => {
+  const text = 'One two three four five six seven eight nine ten eleven twelve. ';
+  const { clock, handle, fake, rec } = await start({ interruptible: false, bargeInMs: 0 }, { reply: () => words(text), msPerChar: 20 });
+  fake.say('Count');
+  await clock.tick(500);
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  await clock.tick(300);
+  t.equal(handle.state, 'speaking');
+  await clock.tick(1500);
+  t.ok(rec.finals().includes(`agent: ${text}`), 'the whole reply was spoken');
+  t.equal(handle.state, 'listening', 'the caller still speaking: their turn next');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('user.interrupt stops the agent', async (t) => {
+  const { clock, handle, fake } = await start({}, { reply: () => words('One two three four five six seven eight nine ten. '), msPerChar: 20 });
+  fake.say('Count');
+  await clock.tick(500);
+  t.equal(handle.state, 'speaking');
+  handle.send({ type: 'user.interrupt' });
+  await clock.tick(10);
+  t.equal(handle.state, 'listening');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('user.message with audio:false gets a text-only reply', async (t) => {
+  const { clock, handle, fake, rec } = await start();
+  handle.send({ type: 'user.message', text: 'hi there', audio: false });
+  await clock.tick(100);
+  t.same(fake.spoken, []);
+  t.equal(rec.audioMs, 0);
+  t.same(rec.finals(), ['agent: You said: hi there']);
+  t.equal(handle.state, 'idle');
+  handle.send({ type: 'user.message', text: 'and now aloud' });
+  await clock.tick(1000);
+  t.same(fake.spoken, ['You said: and now aloud']);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('user.hangup ends the session', async (t) => {
+  const { handle } = await start();
+  handle.send({ type: 'user.hangup' });
+  t.match(await handle.ended, { status: 'completed', reason: 'user_hangup' });
+});
+
+t.test('hang_up_call ends the session when enabled', async (t) => {
+  const reply = (): LlmEvent[] => [{ type: 'tool_call', id: 'call_1', name: 'hang_up_call', argumentsJson: '{}' }, { type: 'finish', reason: 'tool_calls' }];
+  const { clock, handle, fake, rec } = await start({ hangUpTool: true }, { reply });
+  fake.say('Goodbye, hang up call please.');
+  await clock.tick(500);
+  t.match(await handle.ended, { status: 'completed', reason: 'agent_hangup' });
+  t.same(rec.items.map((i) => i.type), ['message', 'tool_call', 'tool_result']);
+  t.match(rec.messages.filter((m) => m.topic === 'agent-event'), [{ type: 'tool.started', toolName: 'hang_up_call' }, { type: 'tool.completed', toolName: 'hang_up_call' }]);
+});
+
+t.test('tool_events false keeps tool messages off the client', async (t) => {
+  const reply = (): LlmEvent[] => [{ type: 'tool_call', id: 'call_1', name: 'hang_up_call', argumentsJson: '{}' }, { type: 'finish', reason: 'tool_calls' }];
+  const { clock, handle, fake, rec } = await start({ hangUpTool: true, toolEvents: false }, { reply });
+  fake.say('hang up call');
+  await clock.tick(500);
+  await handle.ended;
+  t.same(rec.messages.filter((m) => m.topic === 'agent-event'), []);
+});
+
+t.test('max_duration_seconds ends the session on the clock', async (t) => {
+  const { clock, handle } = await start({ maxDurationMs: 60_000 });
+  await clock.tick(59_000, 1000);
+  t.equal(handle.state, 'idle');
+  await clock.tick(2000, 1000);
+  t.match(await handle.ended, { status: 'completed', reason: 'max_duration' });
+});
+
+t.test('session.end (control message) ends it mid-reply', async (t) => {
+  const { clock, handle, fake } = await start({}, { reply: () => words('One two three four five six seven eight nine ten. '), msPerChar: 20 });
+  fake.say('Count');
+  await clock.tick(500);
+  handle.end('ended_by_api');
+  t.match(await handle.ended, { status: 'completed', reason: 'ended_by_api' });
+  t.ok(fake.cancelledTts >= 1, 'synthesis cancelled');
+});
+
+t.test('re-engage: a nudge after silence, then a farewell and the end', async (t) => {
+  const { clock, handle, fake, rec } = await start({ reengage: { afterMs: 10_000, nudge: 'Are you still there?', farewell: 'Goodbye!' } });
+  await clock.tick(8000, 100);
+  handle.send({ type: 'user.activity' });
+  await clock.tick(8000, 100);
+  t.same(fake.spoken, [], 'activity reset the idle timer');
+  await clock.tick(3000, 100);
+  t.same(fake.spoken, ['Are you still there?']);
+  await clock.tick(11_000, 100);
+  t.match(await handle.ended, { status: 'completed', reason: 'idle_timeout' });
+  t.same(rec.finals(), ['agent: Are you still there?', 'agent: Goodbye!']);
+});
+
+t.test('a transcription stream that cannot open fails the session', async (t) => {
+  const { handle } = await start({}, { failStt: true });
+  t.match(await handle.ended, { status: 'failed', reason: 'error' });
+});
+
+t.test('a failed turn reports an error and the call goes on', async (t) => {
+  const { clock, handle, fake, rec } = await start({}, { reply: () => { throw new Error('model down'); } });
+  fake.say('hello');
+  await clock.tick(500);
+  t.equal(handle.state, 'idle');
+  t.match(rec.messages.filter((m) => m.topic === 'agent-event'), [{ type: 'error', code: 'provider_error' }]);
+  handle.end('test');
+  await handle.ended;
+});

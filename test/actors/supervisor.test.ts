@@ -1,0 +1,101 @@
+import t from 'tap';
+import client from 'prom-client';
+import { TestClock } from '../../actors/clock.ts';
+import { Supervisor } from '../../actors/supervisor.ts';
+import type { SessionEnd, SessionPlan } from '../../actors/types.ts';
+import { createFakeBackend, createRecorder } from '../fixtures/session-backend.ts';
+
+const plan = (id: string): SessionPlan => ({
+  sessionId: id,
+  systemPrompt: '',
+  context: () => [],
+  firstMessage: { mode: 'off' },
+  language: 'en',
+  voiceId: '',
+  decideMs: 0,
+  interruptible: true,
+  bargeInMs: 0,
+  maxDurationMs: 60_000,
+  hangUpTool: false,
+  reengage: null,
+  toolEvents: true,
+});
+
+function setup(maxSessions = 2) {
+  const clock = new TestClock();
+  const registry = new client.Registry();
+  const sup = new Supervisor({ maxSessions, clock, registry });
+  const ends: Record<string, SessionEnd> = {};
+  const launch = (id: string, output = createRecorder().output) => {
+    const fake = createFakeBackend();
+    const rec = createRecorder();
+    const handle = sup.start(plan(id), { backend: fake, output, record: rec.record }, (e) => { ends[id] = e; });
+    return { handle, fake, rec };
+  };
+  return { clock, sup, registry, ends, launch };
+}
+
+t.test('the cap on live sessions: hasCapacity, reservations', async (t) => {
+  const { sup, launch, clock } = setup(2);
+  t.ok(sup.hasCapacity());
+  launch('a');
+  const release = sup.reserve();
+  t.ok(release);
+  t.notOk(sup.hasCapacity(), 'one live plus one connecting');
+  t.equal(sup.reserve(), null);
+  release!();
+  t.ok(sup.hasCapacity());
+  launch('b');
+  t.notOk(sup.hasCapacity());
+  sup.end('a', 'test');
+  await clock.tick(20);
+  t.ok(sup.hasCapacity(), 'an ended session frees its place');
+  t.equal(sup.size, 1);
+  sup.end('b', 'test');
+  await clock.tick(20);
+});
+
+t.test('control messages end the session this node holds; others are ignored', async (t) => {
+  const { sup, launch, clock, ends } = setup();
+  launch('a');
+  sup.control('not json');
+  sup.control(JSON.stringify({ session_id: 'elsewhere', action: 'end', reason: 'api' }));
+  sup.control(JSON.stringify({ session_id: 'a', action: 'end', reason: 'api' }));
+  await clock.tick(20);
+  t.match(ends.a, { status: 'completed', reason: 'ended_by_api' });
+});
+
+t.test('a session that throws ends alone; the others go on', async (t) => {
+  const { sup, launch, clock, ends } = setup();
+  const bad = createRecorder();
+  const throwing = { ...bad.output, message: (m: { topic: string; state?: string }) => { if (m.topic === 'lk.agent.state' && m.state === 'listening') throw new Error('boom'); } };
+  const a = launch('a', throwing as never);
+  const b = launch('b');
+  await clock.tick(20);
+  a.fake.say('hello');
+  b.fake.say('hello');
+  await clock.tick(2000);
+  t.match(ends.a, { status: 'failed', reason: 'error' });
+  t.equal(b.handle.state, 'idle', 'the other session answered and goes on');
+  t.equal(sup.size, 1);
+  t.match(await registry(sup), /parley_sessions_ended_total\{status="failed",reason="error"\} 1/);
+  sup.end('b', 'test');
+  await clock.tick(20);
+});
+
+t.test('drain ends every session and stops taking new ones', async (t) => {
+  const { sup, launch, clock, ends, registry: reg } = setup(5);
+  launch('a');
+  launch('b');
+  await clock.tick(20);
+  const drained = sup.drain('shutdown', 5000);
+  await clock.tick(20);
+  await drained;
+  t.match(ends, { a: { reason: 'shutdown' }, b: { reason: 'shutdown' } });
+  t.notOk(sup.hasCapacity(), 'no new sessions while draining');
+  t.match(await reg.metrics(), /parley_sessions_live 0/);
+});
+
+async function registry(sup: Supervisor) {
+  return (sup.options.registry as client.Registry).metrics();
+}
