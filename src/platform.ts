@@ -186,6 +186,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const asr = new AsrService(inference, {
       log,
       credit: new CreditGate(db.sql),
+      tracing,
       onTranscribed: async (u) => void (await recordUsage(db.sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
     });
     mountAsrRoutes(http, asr);

@@ -12,11 +12,12 @@
  */
 import { z } from 'zod';
 import { decodeAudio, int16ToPcmBytes, resampleAll } from '../audio/index.ts';
-import { ServiceError } from '../errors.ts';
+import { ServiceError, toServiceError } from '../errors.ts';
 import { AudioEncoding } from '../gen/inference/v1/inference_pb.ts';
 import { isMsgpack, mediaType, parseMsgpack, parseMultipart } from '../http/body.ts';
 import { parse } from '../http/validation.ts';
 import type { InferenceClient } from '../inference/index.ts';
+import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import type { Logger } from '../log.ts';
 
 /** Largest audio upload (GAPS §11.3: 20 MB). */
@@ -66,6 +67,8 @@ export class AsrService {
       /** Refuses a team without credit (402) before any work; none: no check. */
       credit?: { ensure(teamId: string): Promise<void> };
       onTranscribed?: TranscriptionHook;
+      /** Request spans (a valid traceparent continues the caller's trace). */
+      tracing?: Tracing;
     },
   ) {}
 
@@ -74,6 +77,19 @@ export class AsrService {
    * the backend's Transcribe as 16 kHz mono PCM.
    */
   async transcribe(teamId: string, audio: Uint8Array, o: TranscribeOptions = {}): Promise<Transcript> {
+    const span = this.opts.tracing?.startRequest('asr', o.traceparent);
+    try {
+      const out = await this.transcribeTraced(teamId, audio, o, span);
+      span?.end();
+      return out;
+    } catch (err) {
+      const e = toServiceError(err);
+      span?.end({ status: e.status, message: e.message });
+      throw err;
+    }
+  }
+
+  private async transcribeTraced(teamId: string, audio: Uint8Array, o: TranscribeOptions, request: RequestSpan | undefined): Promise<Transcript> {
     await this.opts.credit?.ensure(teamId);
     if (audio.byteLength === 0) throw new ServiceError('bad_request', 'audio is empty');
     if (audio.byteLength > ASR_MAX_AUDIO_BYTES) throw new ServiceError('payload_too_large', `audio exceeds ${ASR_MAX_AUDIO_BYTES} bytes (20 MB)`);
@@ -81,11 +97,14 @@ export class AsrService {
     if (decoded.durationMs < ASR_MIN_DURATION_MS) throw new ServiceError('bad_request', 'Audio is shorter than 1 second');
     if (decoded.durationMs > ASR_MAX_DURATION_MS) throw new ServiceError('bad_request', 'Audio is longer than 60 minutes');
     const pcm = resampleAll(decoded.pcm, decoded.sampleRateHz, ASR_SAMPLE_RATE_HZ);
-    const res = await this.inference.transcribe(
-      { language: o.language ?? '', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: ASR_SAMPLE_RATE_HZ } },
-      pieces(int16ToPcmBytes(pcm)),
-      { signal: o.signal, requestId: o.requestId, traceparent: o.traceparent, teamId },
-    );
+    const call = request?.child('inference.Transcribe', { 'parley.model': ASR_MODEL });
+    const res = await this.inference
+      .transcribe(
+        { language: o.language ?? '', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: ASR_SAMPLE_RATE_HZ } },
+        pieces(int16ToPcmBytes(pcm)),
+        { signal: o.signal, requestId: o.requestId, traceparent: call?.traceparent ?? o.traceparent, teamId },
+      )
+      .finally(() => call?.span.end());
     const span = (s: { text: string; startMs: number; endMs: number }): TimedText => ({ text: s.text, startMs: s.startMs, endMs: s.endMs });
     const out: Transcript = {
       text: res.text,

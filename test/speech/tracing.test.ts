@@ -68,3 +68,29 @@ t.test('the live socket upgrade carries traceparent', async (t) => {
   t.ok(spans.getFinishedSpans().some((s) => s.name === 'wss /v1/tts/live' && s.spanContext().traceId === TRACE));
   t.equal(traceOf(seen.find((c) => c.rpc === 'synthesizeStream')!.traceparent), TRACE);
 });
+
+t.test('/v1/asr: a valid traceparent continues the trace in the platform and the backend; an invalid one starts a new trace', async (t) => {
+  const { encodeText } = await import('../../native/engines/synthetic/modem.ts');
+  const { wavHeader, int16ToPcmBytes } = await import('../../src/audio/index.ts');
+  const speech = encodeText('Traced speech.', { sampleRateHz: 16000 });
+  const pcm = int16ToPcmBytes(speech.pcm);
+  const wav = Buffer.concat([Buffer.from(wavHeader(16000, pcm.byteLength)), Buffer.from(pcm)]);
+  for (const traceparent of [VALID, 'garbage']) {
+    seen.length = 0;
+    spans.reset();
+    const form = new FormData();
+    form.set('audio', new Blob([wav], { type: 'audio/wav' }), 'a.wav');
+    const res = await fetch(`${app.url}/v1/asr`, { method: 'POST', headers: { ...app.auth, traceparent }, body: form });
+    t.equal(res.status, 200);
+    t.equal(((await res.json()) as { text: string }).text, 'Traced speech.', 'tracing changes nothing in the output');
+    for (let i = 0; i < 50 && spans.getFinishedSpans().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    const ids = new Set(spans.getFinishedSpans().map((s) => s.spanContext().traceId));
+    t.equal(ids.size, 1, 'one trace');
+    const id = [...ids][0]!;
+    if (traceparent === VALID) t.equal(id, TRACE, 'the caller trace continues');
+    else t.not(id, TRACE, 'a new trace');
+    const call = seen.find((c) => c.rpc === 'transcribe');
+    t.ok(call, 'the backend got the Transcribe call');
+    t.equal(traceOf(call!.traceparent), id, 'the backend saw the same trace id');
+  }
+});
