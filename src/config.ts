@@ -39,6 +39,10 @@ export interface Config {
   sessionPricePerMinuteMicros: bigint;
   /** host:port entries outbound requests may reach even though they are private (development, tests). */
   outboundAllow: string[];
+  /** Live phone numbers one team may hold (`PARLEY_PHONE_NUMBER_LIMIT`, the N of the 403). */
+  phoneNumberLimit: number;
+  /** Rental of one phone number for one day, in micro-units (`PARLEY_PHONE_NUMBER_DAILY_PRICE`, in currency units). */
+  phoneNumberDailyPriceMicros: bigint;
   otlpEndpoint?: string;
 }
 
@@ -79,6 +83,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
     maxSessions: num('PARLEY_MAX_SESSIONS', 2000),
     sessionPricePerMinuteMicros: BigInt(Math.round(num('PARLEY_SESSION_PRICE_PER_MINUTE', 0.1) * 1_000_000)),
+    phoneNumberLimit: num('PARLEY_PHONE_NUMBER_LIMIT', 10),
+    phoneNumberDailyPriceMicros: BigInt(Math.round(num('PARLEY_PHONE_NUMBER_DAILY_PRICE', 0.05) * 1_000_000)),
     outboundAllow: (str('PARLEY_OUTBOUND_ALLOW') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
   };

@@ -1,6 +1,7 @@
 import type { StoredDraft } from '../agent/config/index.ts';
 import type { Sql } from './db.ts';
 import { paginate, type Page, type PageRequest } from './paginate.ts';
+import { postCallQueueCte } from './webhooks.ts';
 
 export type SessionStatus = 'pending' | 'active' | 'completed' | 'failed';
 export type SessionSource = 'api_key' | 'public' | 'phone' | 'dashboard';
@@ -161,6 +162,7 @@ export async function markSessionActive(sql: Sql, sessionId: string, nodeId: str
  * session nobody joined costs nothing); the difference is charged (`session_usage`) or
  * refunded (`session_refund`) with a ledger entry, and `charged_micros` becomes the cost.
  * Settlement never refuses for lack of credit (the balance may go below zero: the usage happened).
+ * The same statement queues the post-call webhook deliveries (`postCallQueueCte`).
  */
 export async function markSessionEnded(
   sql: Sql,
@@ -177,13 +179,14 @@ export async function markSessionEnded(
           else greatest(1, ceil(extract(epoch from (n.ts - s.started_at)) / 60))::bigint * s.price_per_minute_micros end
       from n, (select id, charged_micros as held from sessions where id = ${sessionId}) o
       where s.id = o.id and s.status in ('pending', 'active')
-      returning s.id, s.team_id, s.charged_micros - o.held as diff
+      returning s.*, s.charged_micros - o.held as diff
     ),
     credit as (update teams t set credit_micros = t.credit_micros - e.diff from ended e where t.id = e.team_id and e.diff <> 0),
     ledger as (
       insert into credit_ledger (team_id, amount_micros, reason, ref)
       select team_id, -diff, case when diff > 0 then 'session_usage' else 'session_refund' end, id from ended where diff <> 0
-    )
+    ),
+    webhooks as (${postCallQueueCte(sql)})
     select id from ended`;
   return rows.length === 1;
 }
