@@ -1,0 +1,165 @@
+/**
+ * Families A, B and Groq-style of the compatibility layer (GAPS §12.1, §12.3): one
+ * implementation served at `/compat/v1`, `/compat/api/v1` (router style) and
+ * `/compat/openai/v1` (the Groq client appends `/openai/v1` to `/compat`).
+ *
+ * Routes authenticate themselves (`auth: 'none'`) so that every error, a missing or bad key
+ * included, is this family's envelope. Synthesis goes through `TtsService`, transcription
+ * through `AsrService`; nothing here talks to the backend.
+ */
+import { ServiceError, toServiceError } from '../../errors.ts';
+import { bearerToken, type Authenticate, type HttpApp } from '../../http/app.ts';
+import type { Ctx, Principal, Result } from '../../http/router.ts';
+import { newId } from '../../ids.ts';
+import type { AsrService } from '../../speech/asr.ts';
+import { SPEECH_AUTH_MESSAGES, type Caller, type TtsService } from '../../speech/tts.ts';
+import { fromProvider, openaiEnvelope } from '../errors.ts';
+import { catalog } from './models.ts';
+import { toNativeSpeech } from './speech.ts';
+import { readTranscriptionRequest, transcriptionResponse } from './transcriptions.ts';
+
+export { resolveModel, catalog } from './models.ts';
+export { toNativeSpeech, NATIVE_PARAMS, headerFor, PRESET_VOICES } from './speech.ts';
+
+/** The three base paths of the one protocol. */
+export const OPENAI_COMPAT_BASES = ['/compat/v1', '/compat/api/v1', '/compat/openai/v1'] as const;
+/** The router-style base, where the family-B-only body fields are read. */
+export const ROUTER_BASE = '/compat/api/v1';
+
+/** Speech bodies (GAPS §12.3): 32 MiB. */
+export const SPEECH_BODY_LIMIT = 32 * 1024 * 1024;
+/** Transcription bodies (GAPS §12.3): 140 MiB (the audio limit itself is the native one). */
+export const TRANSCRIPTION_BODY_LIMIT = 140 * 1024 * 1024;
+
+export interface OpenAiCompatDeps {
+  tts: Pick<TtsService, 'prepare' | 'stream'>;
+  asr: Pick<AsrService, 'transcribe'>;
+  /** The platform's key check (`KeyVerifier.verify`). */
+  authenticate: Authenticate;
+}
+
+/** The caller's key: a missing or unparsable header is the layer's 401; a bad key the native 401. */
+async function authenticate(ctx: Ctx, check: Authenticate): Promise<Principal> {
+  const header = ctx.headers['authorization'];
+  if (header === undefined || header.trim() === '') throw new ServiceError('unauthenticated', 'Missing Authorization header: send Authorization: Bearer <API key>');
+  const token = bearerToken(header);
+  if (!token) throw new ServiceError('unauthenticated', 'Malformed Authorization header: expected Bearer <API key>');
+  return fromProvider(() => check(token, SPEECH_AUTH_MESSAGES));
+}
+
+/** Runs a handler; an error before the response started becomes the family's envelope. */
+const enveloped = (fn: (ctx: Ctx) => Promise<Result | void>) => async (ctx: Ctx): Promise<Result | void> => {
+  try {
+    return await fn(ctx);
+  } catch (err) {
+    if (ctx.reply.started) throw err; // mid-stream: the HTTP layer cuts the response
+    const e = toServiceError(err);
+    if (e.code === 'internal') ctx.log.error({ err }, 'compat request failed');
+    const env = openaiEnvelope(e);
+    return { status: env.status, body: env.body, headers: env.headers };
+  }
+};
+
+const errorDoc = { description: 'Error envelope `{error: {code, message, type, param?, metadata?}}`' };
+
+export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
+  for (const base of OPENAI_COMPAT_BASES) {
+    const routerStyle = base === ROUTER_BASE;
+    const caller = (ctx: Ctx, p: Principal): Caller => ({ teamId: p.teamId, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'], signal: ctx.signal });
+
+    http.route({
+      method: 'POST',
+      path: `${base}/audio/speech`,
+      auth: 'none',
+      body: 'any',
+      bodyLimit: SPEECH_BODY_LIMIT,
+      doc: {
+        summary: 'Compat text to speech (OpenAI-, router- and Groq-style): audio streamed',
+        tags: ['compat'],
+        responses: {
+          200: { description: 'Audio: audio/mpeg, audio/wav, audio/pcm;rate=N or audio/ogg;codecs=opus', contentType: 'audio/mpeg' },
+          400: errorDoc,
+          401: errorDoc,
+          402: errorDoc,
+        },
+      },
+      handler: enveloped(async (ctx) => {
+        ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
+        const principal = await authenticate(ctx, deps.authenticate);
+        if (!ctx.rawBody?.length) throw new ServiceError('bad_request', 'The request has no body: send a JSON object');
+        if (!/^application\/(.+\+)?json$/.test((ctx.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase())) {
+          throw new ServiceError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
+        }
+        let raw: unknown;
+        try {
+          raw = JSON.parse(ctx.rawBody.toString('utf8'));
+        } catch {
+          throw new ServiceError('malformed', 'Malformed JSON');
+        }
+        const native = toNativeSpeech(raw, ctx.headers, routerStyle);
+        const c = caller(ctx, principal);
+        const prepared = await fromProvider(() => deps.tts.prepare(`POST ${base}/audio/speech`, native.body, native.model, c));
+        await fromProvider(() => deps.tts.stream(prepared, c, ctx.reply, 'audio'));
+      }),
+    });
+
+    http.route({
+      method: 'POST',
+      path: `${base}/audio/transcriptions`,
+      auth: 'none',
+      body: 'any',
+      bodyLimit: TRANSCRIPTION_BODY_LIMIT,
+      doc: {
+        summary: 'Compat speech to text: multipart (file) or JSON (input_audio); json, text, verbose_json, srt, vtt',
+        tags: ['compat'],
+        responses: { 200: { description: 'The transcript (application/json, or text/plain for text, srt, vtt)' }, 400: errorDoc, 401: errorDoc, 413: errorDoc },
+      },
+      handler: enveloped(async (ctx) => {
+        ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
+        const principal = await authenticate(ctx, deps.authenticate);
+        const req = readTranscriptionRequest(ctx.rawBody, ctx.headers['content-type'], ctx.headers);
+        const t = await fromProvider(() =>
+          deps.asr.transcribe(principal.teamId, req.audio, { language: req.language, signal: ctx.signal, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'] }),
+        );
+        const res = transcriptionResponse(t, req);
+        if (typeof res.body === 'string') {
+          ctx.reply.send(200, res.body, { 'Content-Type': res.contentType });
+          return;
+        }
+        return { status: 200, body: res.body };
+      }),
+    });
+
+    http.route({
+      method: 'POST',
+      path: `${base}/audio/translations`,
+      auth: 'none',
+      body: 'any',
+      bodyLimit: TRANSCRIPTION_BODY_LIMIT,
+      doc: { summary: 'Not offered (404)', tags: ['compat'], responses: { 404: errorDoc } },
+      handler: enveloped(async () => {
+        throw new ServiceError('not_found', 'Audio translation is not offered: use /audio/transcriptions');
+      }),
+    });
+
+    http.route({
+      method: 'GET',
+      path: `${base}/models`,
+      auth: 'none',
+      doc: { summary: 'Model catalog (no auth); ?output_modalities=speech|text', tags: ['compat'], responses: { 200: { description: 'List of models (router Model schema)' } } },
+      handler: async (ctx) => ({ status: 200, body: catalog(base, ctx.query.get('output_modalities')) }),
+    });
+
+    for (const path of [`${base}/models/{id}`, `${base}/models/{id}/{slug}`, `${base}/models/{id}/{slug}/endpoints`]) {
+      http.route({
+        method: 'GET',
+        path,
+        auth: 'none',
+        doc: { summary: 'Not offered: list the catalog instead (404)', tags: ['compat'], responses: { 404: errorDoc } },
+        handler: enveloped(async () => {
+          throw new ServiceError('not_found', `Model lookup is not offered: list ${base}/models`);
+        }),
+      });
+    }
+  }
+}
