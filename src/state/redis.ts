@@ -94,7 +94,9 @@ export class RedisState implements SharedState {
     checkHit(windowMs, limit);
     const now = this.now();
     const { index, endsAt } = windowAt(now, windowMs);
-    const count = await this.run(() => this.client.parleyHit(`${this.prefix}w:${windowMs}:${index}:${key}`, Math.ceil(endsAt - now)));
+    // The key names its window, so it can outlive it safely: keeping it one extra window
+    // tolerates clock skew between nodes (and a slow caller) without ever merging windows.
+    const count = await this.run(() => this.client.parleyHit(`${this.prefix}w:${windowMs}:${index}:${key}`, Math.ceil(endsAt - now) + windowMs));
     return hitResult(count, limit, now, endsAt);
   }
 

@@ -20,12 +20,23 @@ t.test('backend dies mid-stream, is restarted, and the client recovers', async (
     await backend.stop();
   });
 
-  let chunks = 0;
-  const err = await (async () => {
-    for await (const _ of client.synthesize({ text: 'A sentence that takes a while to play. '.repeat(10) })) {
-      if (++chunks === 2) process.kill(backend.status().pid!, 'SIGKILL');
-    }
-  })().then(() => null, (e: unknown) => e);
+  // Kill the backend while a stream is in flight. On a loaded machine a stream can fail on
+  // its own before the kill (overload); then try again, so the kill really is mid-stream.
+  let err: unknown = null;
+  let killed = false;
+  for (let attempt = 0; attempt < 5 && !killed; attempt++) {
+    let chunks = 0;
+    err = await (async () => {
+      for await (const _ of client.synthesize({ text: 'A sentence that takes a while to play. '.repeat(10) })) {
+        if (++chunks === 2) {
+          killed = true;
+          process.kill(backend.status().pid!, 'SIGKILL');
+        }
+      }
+    })().then(() => null, (e: unknown) => e);
+    if (!killed) await sleep(500);
+  }
+  t.ok(killed, 'the backend was killed mid-stream');
   t.ok(err instanceof ServiceError, 'the stream ends with a ServiceError');
   t.ok([502, 503].includes((err as ServiceError).status), `status is 502 or 503 (${(err as ServiceError).status})`);
 
