@@ -4,6 +4,11 @@ import type { Metrics } from '../telemetry/metrics.ts';
 
 export type ComponentStatus = { status: 'ok' | 'degraded' | 'down'; detail?: string };
 export type HealthCheck = () => Promise<ComponentStatus>;
+export interface HealthReport {
+  status: 'ok' | 'degraded' | 'down';
+  components: Record<string, ComponentStatus>;
+  requiredOk: boolean;
+}
 
 /** Components that `/health` and `/ready` ask: database, shared state, backends, the HTTP binding. */
 export class Health {
@@ -14,7 +19,28 @@ export class Health {
     this.checks.set(name, { check, required: opts.requiredForReady ?? true });
   }
 
-  async report(timeoutMs = 2000): Promise<{ status: 'ok' | 'degraded' | 'down'; components: Record<string, ComponentStatus>; requiredOk: boolean }> {
+  private done?: { at: number; value: HealthReport };
+  private inflight?: Promise<HealthReport>;
+
+  /**
+   * The components' status. The last finished report is served at once and refreshed in the
+   * background when older than `maxAgeMs` (default 1 s); concurrent callers share one run.
+   * So a slow dependency (a backend that does not answer) never makes liveness slow; only
+   * the very first call waits for the checks.
+   */
+  async report(maxAgeMs = 1000): Promise<HealthReport> {
+    const refresh = () =>
+      (this.inflight ??= this.run().then((value) => {
+        this.done = { at: Date.now(), value };
+        this.inflight = undefined;
+        return value;
+      }));
+    if (!this.done) return refresh();
+    if (Date.now() - this.done.at >= maxAgeMs) void refresh();
+    return this.done.value;
+  }
+
+  private async run(timeoutMs = 2000): Promise<HealthReport> {
     const components: Record<string, ComponentStatus> = {};
     let requiredOk = true;
     await Promise.all(
