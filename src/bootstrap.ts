@@ -10,7 +10,9 @@ import { countTeams, createTeam, firstTeam } from './store/teams.ts';
  * on later starts it is added to the first team if the store does not know it yet, so
  * scripts and containers can rely on a fixed key.
  */
-export async function bootstrap(sql: Sql, opts: { key?: string; creditMicros: bigint }): Promise<{ teamId: string; key?: string; created: boolean }> {
+export async function bootstrap(sql: Sql, opts: { key?: string; creditMicros: bigint; shared?: boolean }): Promise<{ teamId: string; key?: string; created: boolean }> {
+  // The embedded store has one node and one connection: nothing to serialise with.
+  if (opts.shared === false) return bootstrapLocked(sql, opts);
   // Serialise with other nodes starting at the same moment: one creates, the others see it.
   const lock = await sql.reserve();
   try {

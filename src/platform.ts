@@ -149,7 +149,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const box = createSecretBox(loadMasterKey({ envKey: config.secretKey, dataDir: config.dataDir }));
     verifier = new KeyVerifier(db.sql, config.authCacheMs);
 
-    const boot = await bootstrap(db.sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros });
+    const boot = await bootstrap(db.sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros, shared: db.kind === 'postgres' });
 
     // Which tool and knowledge-source ids exist for a team (config rule 4), and what publish pins.
     const references = (teamId: string, sql: Sql): ReferenceResolver => ({ toolIds: (ids) => toolIdsOf(sql, teamId, ids), knowledgeSourceIds: (ids) => knowledgeSourceIdsOf(sql, teamId, ids) });

@@ -49,7 +49,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   await server.start();
   const conn = server.getServerConn();
   const url = `postgres://postgres@${conn}/postgres`;
-  const sql = connect(url, Math.min(opts.max ?? 4, PGLITE_CONNECTIONS - 2), undefined);
+  // One connection: PGlite is a single Postgres session behind the socket, so statements of
+  // two pooled connections interleave in one session (a transaction on one and a query on
+  // another collide: "portal does not exist"). One connection serialises them; postgres.js
+  // still pipelines queries on it, and a transaction has it to itself.
+  const sql = connect(url, 1, undefined);
   return {
     sql,
     kind: 'pglite',
