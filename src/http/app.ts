@@ -36,6 +36,44 @@ export interface HttpAppOptions {
   drainTimeoutMs?: number;
 }
 
+/** Headers read one by one when the ws-based fallback (which lacks `forEach`) is serving. */
+const FALLBACK_HEADERS = ['authorization', 'content-type', 'content-length', 'transfer-encoding', 'x-request-id', 'origin', 'host', 'traceparent', 'model', 'xi-api-key', 'accept', 'user-agent', 'x-forwarded-proto', 'access-control-request-headers', 'idempotency-key'];
+
+// The trufflesuite fallback imitation throws on getQuery (it parses a relative URL) and has
+// no forEach; the native binding never throws here. Degraded, the server still answers.
+function readQuery(req: uws.HttpRequest): string {
+  try {
+    return req.getQuery() ?? '';
+  } catch {
+    const url = (req as unknown as { request?: { url?: string } }).request?.url ?? '';
+    const i = url.indexOf('?');
+    return i >= 0 ? url.slice(i + 1) : '';
+  }
+}
+
+function readHeaders(req: uws.HttpRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  try {
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+  } catch {
+    for (const h of FALLBACK_HEADERS) {
+      const v = req.getHeader(h);
+      if (v) headers[h] = v;
+    }
+  }
+  return headers;
+}
+
+function readIp(res: uws.HttpResponse): string {
+  try {
+    return Buffer.from(res.getRemoteAddressAsText()).toString();
+  } catch {
+    return '';
+  }
+}
+
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const DEFAULT_AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
@@ -112,13 +150,12 @@ export class HttpApp {
     const reply = new Reply(res, ac.signal);
     // Copy everything out of `req` now: it is invalid after this callback returns.
     const method = req.getMethod().toUpperCase();
-    const path = req.getUrl();
-    const query = new URLSearchParams(req.getQuery() ?? '');
-    const headers: Record<string, string> = {};
-    req.forEach((k, v) => {
-      headers[k] = v;
-    });
-    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const rawUrl = req.getUrl();
+    const q = rawUrl.indexOf('?'); // only the fallback imitation leaves the query on the URL
+    const path = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
+    const query = new URLSearchParams(readQuery(req));
+    const headers = readHeaders(req);
+    const ip = readIp(res);
     const incomingId = headers['x-request-id'];
     const requestId = incomingId && SAFE_REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     reply.addBaseHeader('X-Request-Id', requestId);

@@ -120,7 +120,14 @@ t.test('the token-count 422 names the count', async (t) => {
   t.match(r.body[0].msg, /4000 tokens \(got \d{4}\)/);
 });
 
-t.test('state table: agent never published → create session → 409 (sessions arrive with issue 7)', { todo: 'POST /v1/agent/sessions is issue 7' }, async () => {});
+t.test('state table: agent never published → create session → 409, draft unchanged', async (t) => {
+  const id = await newAgent('never published');
+  const before = await cfg(id);
+  const r = await app.req('POST', '/v1/agent/sessions', { agent_id: id });
+  t.equal(r.status, 409);
+  t.same(r.body, { status: 409, message: 'Agent has no published version' });
+  t.same((await cfg(id)).body, before.body);
+});
 
 t.test('versions: a non-integer version number renders 404; a missing one 404 Version not found', async (t) => {
   const id = await newAgent();

@@ -51,3 +51,35 @@ t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
   const [code] = await exited;
   t.equal(code, 0, 'exit code 0');
 });
+
+/**
+ * The trufflesuite build silently falls back to a slow ws-based imitation when its binary
+ * cannot load. UWS_USE_FALLBACK forces that path: the server must say so in its log and
+ * report `degraded` in /health.
+ */
+t.test('a uWebSockets.js fallback is logged as an error and reported degraded in /health', async (t) => {
+  const child = spawn(process.execPath, ['--import=tsx', 'src/cli.ts', 'serve'], {
+    env: { ...process.env, UWS_USE_FALLBACK: 'true', PORT: '0', HOST: '127.0.0.1', PARLEY_DATA_DIR: 'memory', DATABASE_URL: '', REDIS_URL: '', PARLEY_NATIVE_BACKEND: 'false', LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
+  });
+  t.match(out, /"level":50[^\n]*native binding missing/, 'an error line in the log');
+  const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string; components: { http: { status: string; detail: string } } };
+  t.equal(health.components.http.status, 'degraded');
+  t.match(health.components.http.detail, /fallback/);
+  t.not(health.status, 'ok');
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+});
