@@ -3,15 +3,10 @@ import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { once } from 'node:events';
 
-/**
- * Graceful shutdown, as an operator sees it: a real `parley serve` process gets SIGTERM
- * while a request is still uploading; the request still gets its answer, new connections
- * are refused, and the process exits 0.
- */
-t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
-  const key = 'pk_shutdown_test_key_0123456789abcdef0123456789';
+/** Runs `parley serve` as a child process on a free port; resolves once it listens. */
+async function serve(t: { teardown(fn: () => void): void }, env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import=tsx', 'src/cli.ts', 'serve'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PARLEY_DATA_DIR: 'memory', PARLEY_BOOTSTRAP_KEY: key, DATABASE_URL: '', REDIS_URL: '', PARLEY_NATIVE_BACKEND: 'false', LOG_LEVEL: 'warn' },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PARLEY_DATA_DIR: 'memory', DATABASE_URL: '', REDIS_URL: '', PARLEY_NATIVE_BACKEND: 'false', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.teardown(() => {
@@ -26,6 +21,17 @@ t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
     });
     child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
   });
+  return { child, port, out: () => out };
+}
+
+/**
+ * Graceful shutdown, as an operator sees it: a real `parley serve` process gets SIGTERM
+ * while a request is still uploading; the request still gets its answer, new connections
+ * are refused, and the process exits 0.
+ */
+t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
+  const key = 'pk_shutdown_test_key_0123456789abcdef0123456789';
+  const { child, port } = await serve(t, { PARLEY_BOOTSTRAP_KEY: key, LOG_LEVEL: 'warn' });
 
   const body = JSON.stringify({ name: 'made during shutdown' });
   const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/agent/agents', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
@@ -58,23 +64,8 @@ t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
  * report `degraded` in /health.
  */
 t.test('a uWebSockets.js fallback is logged as an error and reported degraded in /health', async (t) => {
-  const child = spawn(process.execPath, ['--import=tsx', 'src/cli.ts', 'serve'], {
-    env: { ...process.env, UWS_USE_FALLBACK: 'true', PORT: '0', HOST: '127.0.0.1', PARLEY_DATA_DIR: 'memory', DATABASE_URL: '', REDIS_URL: '', PARLEY_NATIVE_BACKEND: 'false', LOG_LEVEL: 'error' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
-  });
-  t.match(out, /"level":50[^\n]*native binding missing/, 'an error line in the log');
+  const { child, port, out } = await serve(t, { UWS_USE_FALLBACK: 'true', LOG_LEVEL: 'error' });
+  t.match(out(), /"level":50[^\n]*native binding missing/, 'an error line in the log');
   const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string; components: { http: { status: string; detail: string } } };
   t.equal(health.components.http.status, 'degraded');
   t.match(health.components.http.detail, /fallback/);
