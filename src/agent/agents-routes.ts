@@ -1,12 +1,10 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import { AgentService, agentCreateBody, agentEntity, agentListQuery, agentPatchBody, toEntity } from './agents.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 
 /** /v1/agent/agents: create, list, read, update, delete. */
 export function mountAgentRoutes(http: HttpApp, agents: AgentService): void {

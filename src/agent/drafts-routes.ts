@@ -1,11 +1,10 @@
 import { configPatchSchema, configReadSchema } from './config/index.ts';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import { DraftService, publishBody, toSummary, versionNumber, versionSummary } from './drafts.ts';
+import { who } from '../http/router.ts';
 
-const who = (ctx: Ctx) => ctx.principal!;
 
 /** Draft config, publish, versions. */
 export function mountDraftRoutes(http: HttpApp, drafts: DraftService): void {

@@ -1,15 +1,13 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import {
   KNOWLEDGE_BODY_LIMIT, KnowledgeService, knowledgeAgentsBody, knowledgeCreateForm, knowledgeEntity, knowledgeListQuery,
   knowledgePatchForm, knowledgeSummary, readKnowledgeForm, toKnowledgeEntity, toKnowledgeSummary,
 } from './knowledge.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 const notFoundDoc = { description: 'Missing, deleted or another team\'s source', schema: errorBody };
 const badUpload = { description: 'Not UTF-8 plain text, empty, or over 1 MB', schema: errorBody };
 

@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import {
   PhoneNumberService, availableNumberEntity, numberListQuery, numberPatchBody, numberPurchaseBody, numberSearchQuery, phoneNumberEntity, toEntity,
 } from './phone-numbers.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));
 
 /** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (GAPS.md §13.2). */

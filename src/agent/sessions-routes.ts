@@ -1,12 +1,10 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import { SessionService, sessionCreateBody, sessionCreated, sessionDetail, sessionListQuery, sessionListRow, toListRow } from './sessions.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 const FILTERS = ['agent_id', 'status', 'direction', 'caller_number', 'created_after', 'created_before'];
 
 /** /v1/agent/sessions: create (API key or keyless for public agents), end, list, read. */

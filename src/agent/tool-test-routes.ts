@@ -1,9 +1,8 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { parse } from '../http/validation.ts';
 import { toolTestBody, toolTestResult, type ToolTestService } from './tool-test.ts';
+import { errorBody } from '../http/openapi.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
 
 /** POST /v1/agent/tools/{tool_id}/test (GAPS.md §6.2; docs/decisions.md). */
 export function mountToolTestRoutes(http: HttpApp, tests: ToolTestService): void {

@@ -1,12 +1,10 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import type { Ctx } from '../http/router.ts';
 import { parse } from '../http/validation.ts';
 import { ToolService, toSummary, toToolEntity, toolAgentsBody, toolCreateBody, toolEntity, toolListQuery, toolPatchBody, toolSummary } from './tools.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 const notFoundDoc = { description: 'Missing or another team\'s tool', schema: errorBody };
 
 /** /v1/agent/tools: workspace tools (GAPS §6). */

@@ -1,10 +1,8 @@
-import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
-import type { Ctx } from '../http/router.ts';
 import { webhookDelivery, webhookDeliveryList, type WebhookDeliveryService } from '../webhooks/deliveries.ts';
+import { errorBody } from '../http/openapi.ts';
+import { who } from '../http/router.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
-const who = (ctx: Ctx) => ctx.principal!;
 
 /** The post-call webhook delivery log of a session, and redelivery (issue 8; docs/decisions.md). */
 export function mountWebhookRoutes(http: HttpApp, deliveries: WebhookDeliveryService): void {

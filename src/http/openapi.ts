@@ -7,7 +7,8 @@ const fieldError = z.object({
   msg: z.string(),
   ctx: z.record(z.string(), z.unknown()),
 });
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
+/** The `{status, message}` error body, for route documents. */
+export const errorBody = z.object({ status: z.number().int(), message: z.string() });
 
 function schemaOf(s: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(s, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;

@@ -62,6 +62,9 @@ export interface Result {
   headers?: Record<string, string>;
 }
 
+/** The caller of a route with `auth: 'required'` (always set there). */
+export const who = (ctx: Ctx): Principal => ctx.principal!;
+
 export type Handler = (ctx: Ctx) => Promise<Result | void> | Result | void;
 
 interface Node {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { ASR_BODY_LIMIT, asrResponseBody, asrResponseSchema, readAsrRequest, type AsrService } from './asr.ts';
+import { errorBody } from '../http/openapi.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
 /** Speech endpoints answer a bad key with `Invalid Token` (GAPS §2.1). */
 export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
 

@@ -5,7 +5,7 @@
  */
 import { runSynthesis, type SynthesisOutcome } from '../../actors/synthesis.ts';
 import { createEncoder, pcmBytesToInt16, type AudioEncoder } from '../audio/index.ts';
-import { ServiceError, toServiceError } from '../errors.ts';
+import { toServiceError } from '../errors.ts';
 import type { Authenticate } from '../http/app.ts';
 import type { Reply } from '../http/reply.ts';
 import type { AudioChunk } from '../gen/inference/v1/inference_pb.ts';
@@ -185,7 +185,3 @@ export function join(parts: Uint8Array[]): Uint8Array {
 }
 const EMPTY = new Uint8Array(0);
 
-/** A voice resolver that knows no voice (until the voice-model service is wired). */
-export const noVoices: VoiceResolver = async () => {
-  throw new ServiceError('bad_request', 'Reference not found');
-};

@@ -3,8 +3,8 @@ import type { HttpApp } from '../http/app.ts';
 import type { Ctx } from '../http/router.ts';
 import { SPEECH_AUTH_MESSAGES } from './asr-routes.ts';
 import { modelEntity, modelListBody, modelListQueryDoc, parseModelCreate, parseModelPatch, readModelBody, VOICE_BODY_LIMIT, type VoiceService } from './voices.ts';
+import { errorBody } from '../http/openapi.ts';
 
-const errorBody = z.object({ status: z.number().int(), message: z.string() });
 const fieldErrors = z.array(z.object({ type: z.string(), loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), ctx: z.record(z.string(), z.unknown()) }));
 const team = (ctx: Ctx) => ctx.principal!.teamId;
 const notFound = { description: 'Missing, deleted, or another team\'s private voice', schema: errorBody };

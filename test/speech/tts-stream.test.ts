@@ -3,11 +3,11 @@
 import t from 'tap';
 import { HttpApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log.ts';
-import { TtsService, noVoices } from '../../src/speech/tts.ts';
+import { TtsService } from '../../src/speech/tts.ts';
 import { mountTtsRoutes } from '../../src/speech/tts-routes.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { startTracing } from '../../src/telemetry/tracing.ts';
-import { failingSpeechBackend } from '../fixtures/failing-speech-backend.ts';
+import { failingSpeechBackend, noVoices } from '../fixtures/failing-speech-backend.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { heard, settle, until } from './tts-helpers.ts';
 
