@@ -133,8 +133,34 @@ export interface SessionPlan {
   toolEvents: boolean;
 }
 
+/** What a tool call came to, as the history, the events and the model see it. */
+export interface ToolOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The response the model may see (already shaped by `error_handling`); null when none. */
+  output: string | null;
+  error: string | null;
+  outputTruncated?: boolean;
+  latencyMs: number;
+  /** End the session once this turn has been spoken, with this reason (hang-up, cold transfer). */
+  endSession?: string;
+}
+
+/**
+ * A tool the runtime offers a session besides `hang_up_call`: webhook tools, client tools and
+ * system tools such as `transfer_call`. The actor decides when a call runs (execution mode)
+ * and what the model is told; `execute` does the work and never throws (failures are outcomes).
+ */
+export interface SessionTool {
+  spec: ToolSpec;
+  source: 'system' | 'webhook' | 'client';
+  mode: 'blocking' | 'fire_and_forget' | 'background';
+  execute(argsJson: string, o: { callId: string; signal: AbortSignal }): Promise<ToolOutcome>;
+}
+
 export interface SessionDeps {
   backend: SessionBackend;
+  /** Tools offered to the model, besides `hang_up_call` (which the plan switches on). */
+  tools?: SessionTool[];
   output: SessionOutput;
   /** Durable writes; called in order, never awaited by the actor. */
   record(items: SessionItem[]): void;

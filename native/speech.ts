@@ -104,35 +104,41 @@ export class SpeechTimeline {
       await write(this.chunk(new Int16Array(0), [], [], true));
       return;
     }
-    for (let i = 0; i < segments.length; i++) {
-      const piece = await next!;
-      this.signal.throwIfAborted();
-      next = i + 1 < segments.length ? synth(segments[i + 1]) : null;
-      next?.catch(() => {});
-      this.rateHz ||= piece.sampleRateHz;
-      const pcm = applyGainDb(piece.pcm, this.opts.volumeDb);
-      const baseMs = (this.offsetSamples / this.rateHz) * 1000;
-      const shift = (t: Timed) => ({ text: t.text, startMs: t.startMs + baseMs, endMs: t.endMs + baseMs });
-      const words = piece.words.map(shift);
-      const chars = piece.chars.map(shift);
-      const per = Math.max(1, Math.round((this.rateHz * this.opts.chunkMs) / 1000));
-      const lastSegment = i === segments.length - 1;
-      for (let s = 0; s < pcm.length || s === 0; s += per) {
-        const slice = pcm.subarray(s, Math.min(pcm.length, s + per));
-        const endMs = ((this.offsetSamples + slice.length) / this.rateHz) * 1000;
-        const isLast = s + per >= pcm.length;
-        // A word or character belongs to the chunk its start falls in; the segment's last
-        // chunk takes whatever is left.
-        const take = (list: Timed[]) => {
-          let n = 0;
-          while (n < list.length && (isLast || list[n].startMs < endMs)) n++;
-          return list.splice(0, n);
-        };
-        const c = this.chunk(slice, take(words), take(chars), finalAtEnd && lastSegment && isLast);
-        await this.pace(c.offsetMs);
-        await write(c);
-        if (slice.length === 0) break;
+    // The call is not over until the engine is: a segment synthesized ahead is awaited (the
+    // abort killed its engine work) before an error leaves this function.
+    try {
+      for (let i = 0; i < segments.length; i++) {
+        const piece = await next!;
+        this.signal.throwIfAborted();
+        next = i + 1 < segments.length ? synth(segments[i + 1]) : null;
+        next?.catch(() => {});
+        this.rateHz ||= piece.sampleRateHz;
+        const pcm = applyGainDb(piece.pcm, this.opts.volumeDb);
+        const baseMs = (this.offsetSamples / this.rateHz) * 1000;
+        const shift = (t: Timed) => ({ text: t.text, startMs: t.startMs + baseMs, endMs: t.endMs + baseMs });
+        const words = piece.words.map(shift);
+        const chars = piece.chars.map(shift);
+        const per = Math.max(1, Math.round((this.rateHz * this.opts.chunkMs) / 1000));
+        const lastSegment = i === segments.length - 1;
+        for (let s = 0; s < pcm.length || s === 0; s += per) {
+          const slice = pcm.subarray(s, Math.min(pcm.length, s + per));
+          const endMs = ((this.offsetSamples + slice.length) / this.rateHz) * 1000;
+          const isLast = s + per >= pcm.length;
+          // A word or character belongs to the chunk its start falls in; the segment's last
+          // chunk takes whatever is left.
+          const take = (list: Timed[]) => {
+            let n = 0;
+            while (n < list.length && (isLast || list[n].startMs < endMs)) n++;
+            return list.splice(0, n);
+          };
+          const c = this.chunk(slice, take(words), take(chars), finalAtEnd && lastSegment && isLast);
+          await this.pace(c.offsetMs);
+          await write(c);
+          if (slice.length === 0) break;
+        }
       }
+    } finally {
+      await next?.catch(() => {});
     }
   }
 
