@@ -17,6 +17,8 @@ export class Health {
 
   register(name: string, check: HealthCheck, opts: { requiredForReady?: boolean } = {}): void {
     this.checks.set(name, { check, required: opts.requiredForReady ?? true });
+    // A report that predates this component would hide it: the next call runs the checks.
+    this.done = undefined;
   }
 
   private done?: { at: number; value: HealthReport };
