@@ -15,6 +15,9 @@ import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, sendElevenLabsError 
 import { readSttRequest, sttResponse } from './stt.ts';
 import { ELEVENLABS_JSON_LIMIT, ndjsonLine, readJsonBody, timestampsJson, translateTts, synthesizeTimed } from './tts.ts';
 import { getVoice, listVoicesV1, modelCatalog, ownVoiceCount, searchVoicesV2, userStub } from './voices.ts';
+import { mountMultiStreamInput } from './ws-multi-stream.ts';
+import { mountRealtimeStt } from './ws-realtime-stt.ts';
+import { mountStreamInput } from './ws-stream-input.ts';
 
 export interface ElevenLabsDeps {
   tts: TtsService;
@@ -109,4 +112,9 @@ export function mountElevenLabsRoutes(http: HttpApp, deps: ElevenLabsDeps): void
   route('GET', '/v1/voices/{voice_id}', 'One of the caller\'s voices', (ctx, teamId) => getVoice(deps.sql, teamId, ctx.params.voice_id!));
   route('GET', '/v1/models', 'Model catalog', async () => modelCatalog());
   route('GET', '/v1/user', 'User stub (health checks)', async (_ctx, teamId) => userStub(teamId, await ownVoiceCount(deps.sql, teamId)));
+
+  // WebSockets (ws-*.ts): realtime input streaming (single and multi-context) and realtime speech to text.
+  mountStreamInput(http, deps);
+  mountMultiStreamInput(http, deps);
+  mountRealtimeStt(http, deps);
 }

@@ -1,0 +1,184 @@
+/**
+ * The uWebSockets.js plumbing shared by family C's WebSocket routes (`stream-input`,
+ * `multi-stream-input`, `speech-to-text/realtime`): an upgrade that copies the request and
+ * may refuse it with an HTTP answer in the family envelope, and a JSON text socket with
+ * backpressure for the session objects, which know nothing of uWS.
+ *
+ * Contracts (uWS): `onAborted` is registered first; headers, query and path parameters are
+ * copied out of `req` before any `await`; every write made outside a uWS callback is corked.
+ */
+import { STATUS_CODES } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type uws from 'uWebSockets.js';
+import type { HttpApp } from '../../http/app.ts';
+import type { Logger } from '../../log.ts';
+import { toElevenLabsError } from './errors.ts';
+
+/** Unsent bytes on a socket above which a session stops producing until `drain`. */
+export const WS_HIGH_WATER_BYTES = 1024 * 1024;
+/** Largest client frame (GAPS §12.3: 32 MiB; uWS closes the socket beyond it). */
+export const WS_MAX_FRAME_BYTES = 32 * 1024 * 1024;
+
+/** What an upgrade handler may read: copies of the request's parts. */
+export interface UpgradeRequest {
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  query: URLSearchParams;
+  /** Path parameters in pattern order (`:voice_id` → params[0]). */
+  params: string[];
+  requestId: string;
+}
+
+/** A JSON text socket as the sessions see it. */
+export interface JsonSocket {
+  /** Sends one JSON text frame; returns a promise while the client is behind (resolve = send more). */
+  send(frame: Record<string, unknown>): Promise<void> | undefined;
+  /** Closes with a code and reason (once; later calls do nothing). */
+  end(code: number, reason: string): void;
+  readonly closed: boolean;
+}
+
+/** What a session does with its socket's events. */
+export interface SocketSession {
+  /** A text frame (binary frames arrive as text too: the protocols are JSON only). */
+  onMessage(text: string): void;
+  /** The client went away, or the server closed the socket. */
+  onClose(): void;
+}
+
+interface UserData<S> {
+  state: S;
+  requestId: string;
+  socket?: JsonSocket & { markClosed(): void; drained(): void };
+  session?: SocketSession;
+}
+
+const HEADERS_FALLBACK = ['authorization', 'xi-api-key', 'traceparent', 'x-request-id', 'user-agent'];
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+function copyHeaders(req: uws.HttpRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  try {
+    req.forEach((k, v) => {
+      headers[k.toLowerCase()] = v;
+    });
+  } catch {
+    // The degraded ws-based fallback has no forEach.
+    for (const h of HEADERS_FALLBACK) {
+      const v = req.getHeader(h);
+      if (v) headers[h] = v;
+    }
+  }
+  return headers;
+}
+
+/**
+ * Mounts a JSON WebSocket route. `accept` runs before the upgrade (authentication,
+ * handshake parameters); what it throws is answered as an HTTP error in the family
+ * envelope and the socket is never opened. `open` makes the session for an accepted socket.
+ */
+export function mountJsonSocket<S>(
+  http: HttpApp,
+  pattern: string,
+  paramCount: number,
+  o: { accept(r: UpgradeRequest): Promise<S>; open(socket: JsonSocket, state: S, requestId: string): SocketSession; log: Logger; idleTimeoutS?: number },
+): void {
+  http.app.ws<UserData<S>>(pattern, {
+    compression: 0,
+    maxPayloadLength: WS_MAX_FRAME_BYTES,
+    maxBackpressure: 64 * 1024 * 1024,
+    idleTimeout: o.idleTimeoutS ?? 120,
+    sendPingsAutomatically: true,
+    upgrade: (res, req, context) => {
+      let aborted = false;
+      res.onAborted(() => (aborted = true));
+      // Copy everything out of `req` now: it is invalid after this callback returns.
+      const headers = copyHeaders(req);
+      const query = new URLSearchParams(req.getQuery() ?? '');
+      const params: string[] = [];
+      for (let i = 0; i < paramCount; i++) params.push(safeDecode(req.getParameter(i) ?? ''));
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      const incoming = headers['x-request-id'];
+      const requestId = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      o.accept({ headers, query, params, requestId }).then(
+        (state) => {
+          if (aborted) return;
+          res.cork(() => res.upgrade<UserData<S>>({ state, requestId }, key, protocol, extensions, context));
+        },
+        (err) => {
+          if (aborted) return;
+          const e = toElevenLabsError(err);
+          if (e.internal !== undefined) o.log.error({ err: e.internal }, 'compat socket upgrade failed');
+          res.cork(() => {
+            res.writeStatus(`${e.status} ${STATUS_CODES[e.status] ?? 'Error'}`);
+            res.writeHeader('X-Request-Id', requestId);
+            for (const [k, v] of Object.entries(e.headers)) res.writeHeader(k, v);
+            res.writeHeader('Content-Type', 'application/json').end(JSON.stringify(e.body));
+          });
+        },
+      );
+    },
+    open: (ws) => {
+      const d = ws.getUserData();
+      let closed = false;
+      let waiters: (() => void)[] = [];
+      const release = () => {
+        const w = waiters;
+        waiters = [];
+        for (const f of w) f();
+      };
+      const socket = {
+        get closed() {
+          return closed;
+        },
+        send(frame: Record<string, unknown>): Promise<void> | undefined {
+          if (closed) return undefined;
+          ws.cork(() => ws.send(JSON.stringify(frame), false));
+          if (ws.getBufferedAmount() <= WS_HIGH_WATER_BYTES) return undefined;
+          return new Promise<void>((resolve) => waiters.push(resolve));
+        },
+        end(code: number, reason: string): void {
+          if (closed) return;
+          closed = true;
+          ws.cork(() => ws.end(code, reason));
+          release();
+        },
+        markClosed(): void {
+          closed = true;
+          release();
+        },
+        drained: release,
+      };
+      d.socket = socket;
+      d.session = o.open(socket, d.state, d.requestId);
+    },
+    message: (ws, message) => {
+      // Decoding copies the frame out of uWS's buffer, which is reused after this callback.
+      ws.getUserData().session?.onMessage(Buffer.from(message).toString('utf8'));
+    },
+    drain: (ws) => ws.getUserData().socket?.drained(),
+    close: (ws) => {
+      const d = ws.getUserData();
+      d.socket?.markClosed();
+      d.session?.onClose();
+    },
+  } as uws.WebSocketBehavior<UserData<S>>);
+}
+
+function safeDecode(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
+/** An in-band error frame's parts for any failure: the family's message and HTTP status. */
+export function errorFrame(err: unknown): { error: string; code: number } {
+  const e = toElevenLabsError(err);
+  const detail = e.body.detail;
+  const message = Array.isArray(detail) ? detail.map((f) => `${f.loc.slice(1).join('.')}: ${f.msg}`).join('; ') : detail.message;
+  return { error: message, code: e.status };
+}

@@ -1,0 +1,272 @@
+/**
+ * `wss /compat/elevenlabs/v1/text-to-speech/{voice_id}/stream-input` (SPEC-speech.md
+ * "Family C: realtime input streaming", "Family C realtime synthesis frames"; CLIENTS.md §5).
+ *
+ * Handshake (HTTP answers in the family envelope, before the upgrade):
+ * - `output_format` never accepted (μ-law, A-law, unparsable) → 400 `invalid_request`;
+ *   `model_id` that is not a model (an unset placeholder such as `undefined` included) →
+ *   400 `model_not_found`; an unknown `X-Service-` header → 400;
+ * - a key in `xi-api-key` (or `Authorization: Bearer`) is checked here: invalid → 401
+ *   `provider_error` `No permission`. Without one the key must come in the first message
+ *   (`xi_api_key`, `xi-api-key` or `authorization`).
+ *
+ * After the upgrade:
+ * - an output format the native rules refuse (the 22.05 kHz family) → `{error, code: 400}`
+ *   and a normal close (1000);
+ * - the first message initializes (`text: " "`, optional `voice_settings`,
+ *   `generation_config.chunk_length_schedule`, or LiveKit 0.6.3's top-level
+ *   `chunk_length_schedule`); then text, `flush` / `try_trigger_generation` to synthesize
+ *   now, and an empty `text` to finish: the rest is spoken, then `{isFinal: true}` (no
+ *   `audio` key) and close 1000;
+ * - more than 1 MiB of unsynthesized text → `{error, code: 1009}` and close 1009;
+ * - reference audio (`X-Service-References`) → `{error, code: 400}` at the first flush;
+ * - any other failure → `{error, code: <HTTP status>}`, then close 1000 (client's fault),
+ *   1008 (authentication) or 1011 (ours or the backend's).
+ */
+import { z } from 'zod';
+import { checkFormat } from '../../audio/index.ts';
+import type { Authenticate, HttpApp } from '../../http/app.ts';
+import type { Principal } from '../../http/router.ts';
+import { parse } from '../../http/validation.ts';
+import type { Logger } from '../../log.ts';
+import type { TtsService } from '../../speech/tts.ts';
+import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, nativeParams, parseElevenLabsFormat, speechModelFor, truthy, type ElevenLabsFormat } from './common.ts';
+import { elevenLabsTtsSchema, translateTts } from './tts.ts';
+import { DEFAULT_CHUNK_SCHEDULE, SpeechContext, TEXT_BUFFER_LIMIT_BYTES } from './ws-speech-context.ts';
+import { errorFrame, mountJsonSocket, type JsonSocket, type SocketSession, type UpgradeRequest } from './ws-socket.ts';
+
+export interface TtsSocketDeps {
+  tts: TtsService;
+  authenticate: Authenticate;
+  log: Logger;
+}
+
+/** Close codes of the synthesis sockets. */
+export const WS_CLOSE = { normal: 1000, policy: 1008, tooBig: 1009, internal: 1011 } as const;
+
+const schedule = z.array(z.number().int().min(50).max(500));
+
+/**
+ * One client message of either synthesis socket. Vendor fields this layer does not use
+ * (`pronunciation_dictionary_locators`, …) are accepted and dropped; a listed field of the
+ * wrong type is an error.
+ */
+export const ttsSocketMessageSchema = z.object({
+  text: z.string().nullable().optional(),
+  flush: z.boolean().nullable().optional(),
+  try_trigger_generation: z.boolean().nullable().optional(),
+  voice_settings: elevenLabsTtsSchema.shape.voice_settings.nullable(),
+  generation_config: z.object({ chunk_length_schedule: schedule.optional() }).nullable().optional(),
+  generator_config: z.object({ chunk_length_schedule: schedule.optional() }).nullable().optional(),
+  chunk_length_schedule: schedule.nullable().optional(),
+  xi_api_key: z.string().nullable().optional(),
+  'xi-api-key': z.string().nullable().optional(),
+  authorization: z.string().nullable().optional(),
+  context_id: z.string().nullable().optional(),
+  close_context: z.boolean().nullable().optional(),
+  close_socket: z.boolean().nullable().optional(),
+});
+export type TtsSocketMessage = z.output<typeof ttsSocketMessageSchema>;
+
+/** What the handshake settled. */
+export interface TtsSocketState {
+  voiceId: string;
+  format: ElevenLabsFormat;
+  /** `output_format` as sent (undefined: the default). */
+  outputFormat: string | undefined;
+  /** `model_id` as sent. */
+  modelId: string | undefined;
+  syncAlignment: boolean;
+  headers: Record<string, string>;
+  /** Set when the upgrade carried a valid key. */
+  principal?: Principal;
+  /** The native rules refuse the format (the 22.05 kHz family): reported after the upgrade. */
+  formatError?: unknown;
+}
+
+/** Handshake checks shared by both synthesis sockets. */
+export async function acceptTtsSocket(r: UpgradeRequest, deps: TtsSocketDeps): Promise<TtsSocketState> {
+  const outputFormat = r.query.get('output_format') ?? undefined;
+  const format = parseElevenLabsFormat(outputFormat);
+  const modelId = r.query.get('model_id') ?? undefined;
+  speechModelFor(modelId);
+  nativeParams(r.headers);
+  const state: TtsSocketState = { voiceId: r.params[0] ?? 'default', format, outputFormat, modelId, syncAlignment: truthy(r.query.get('sync_alignment') ?? undefined), headers: r.headers };
+  try {
+    checkFormat(format.format, format.sampleRateHz, format.mp3BitrateKbps);
+  } catch (err) {
+    state.formatError = err;
+  }
+  if (r.headers['xi-api-key'] || r.headers['authorization']) state.principal = await authenticateKey(r.headers, deps.authenticate);
+  return state;
+}
+
+/** Parses a text frame into a message (malformed → 400 `invalid_request`). */
+export function readMessage(text: string): TtsSocketMessage {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new ElevenLabsError('invalid_request', 'Messages must be JSON objects');
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ElevenLabsError('invalid_request', 'Messages must be JSON objects');
+  return parse(ttsSocketMessageSchema, raw, 'body');
+}
+
+/** The caller for a socket's first message: the handshake's, or the key the message carries. */
+export function principalFor(state: TtsSocketState, msg: TtsSocketMessage, authenticate: Authenticate): Promise<Principal> {
+  if (state.principal) return Promise.resolve(state.principal);
+  const headers: Record<string, string> = {};
+  const key = msg.xi_api_key ?? msg['xi-api-key'];
+  if (key) headers['xi-api-key'] = key;
+  if (msg.authorization) headers['authorization'] = /^bearer /i.test(msg.authorization) ? msg.authorization : `Bearer ${msg.authorization}`;
+  return authenticateKey(headers, authenticate);
+}
+
+/**
+ * A synthesis context for an initializing message: its `voice_settings` and schedule, the
+ * handshake's voice, format and model, through the native request validation (voice
+ * lookup and credit included).
+ */
+export async function openSpeechContext(
+  deps: TtsSocketDeps,
+  state: TtsSocketState,
+  msg: TtsSocketMessage,
+  o: { teamId: string; requestId: string; signal: AbortSignal; span: string; contextId?: string; send(f: Record<string, unknown>): Promise<void> | undefined; onError(err: unknown): void },
+): Promise<SpeechContext> {
+  const raw: Record<string, unknown> = { text: '' };
+  if (state.modelId !== undefined) raw.model_id = state.modelId;
+  if (msg.voice_settings) raw.voice_settings = msg.voice_settings;
+  const { body, model } = translateTts(raw, state.voiceId, state.outputFormat, state.headers, true);
+  let refuseAtFlush: Error | undefined;
+  if (body.references !== undefined) {
+    delete body.references;
+    refuseAtFlush = new ElevenLabsError('invalid_request', 'Reference audio (X-Service-References) is not supported on stream-input');
+  }
+  const caller = { teamId: o.teamId, requestId: o.requestId, traceparent: state.headers['traceparent'], signal: o.signal };
+  const prepared = await deps.tts.prepare(o.span, body, model, caller, false);
+  const sched = msg.generation_config?.chunk_length_schedule ?? msg.generator_config?.chunk_length_schedule ?? msg.chunk_length_schedule;
+  return new SpeechContext({
+    tts: deps.tts,
+    prepared,
+    caller,
+    syncAlignment: state.syncAlignment,
+    schedule: sched && sched.length ? sched : DEFAULT_CHUNK_SCHEDULE,
+    contextId: o.contextId,
+    send: o.send,
+    refuseAtFlush,
+    onError: o.onError,
+  });
+}
+
+/** The close code after an in-band error frame. */
+export function closeCodeFor(code: number): number {
+  if (code === 401 || code === 403) return WS_CLOSE.policy;
+  return code >= 500 ? WS_CLOSE.internal : WS_CLOSE.normal;
+}
+
+export const bufferOverflow = () => ({ error: `Text buffer exceeds ${TEXT_BUFFER_LIMIT_BYTES} bytes (1 MiB)`, code: WS_CLOSE.tooBig });
+
+const SPAN = `wss ${ELEVENLABS_BASE}/v1/text-to-speech/{voice_id}/stream-input`;
+
+/** One `stream-input` connection. */
+export class StreamInputSession implements SocketSession {
+  private readonly ac = new AbortController();
+  private chain: Promise<void> = Promise.resolve();
+  private ctx: SpeechContext | null = null;
+  private ending = false;
+  private settled = false;
+
+  constructor(
+    private readonly deps: TtsSocketDeps,
+    private readonly socket: JsonSocket,
+    private readonly state: TtsSocketState,
+    private readonly requestId: string,
+  ) {
+    if (state.formatError) this.fail(state.formatError);
+  }
+
+  onMessage(text: string): void {
+    if (this.socket.closed || this.ending) return;
+    this.chain = this.chain.then(() => this.handle(text)).catch((err) => this.fail(err));
+  }
+
+  onClose(): void {
+    this.ac.abort(Object.assign(new Error('client closed'), { name: 'AbortError' }));
+    this.settle('cancelled');
+  }
+
+  private async handle(text: string): Promise<void> {
+    if (this.socket.closed || this.ending) return;
+    const msg = readMessage(text);
+    if (!this.ctx) {
+      const principal = await principalFor(this.state, msg, this.deps.authenticate);
+      this.ctx = await openSpeechContext(this.deps, this.state, msg, {
+        teamId: principal.teamId,
+        requestId: this.requestId,
+        signal: this.ac.signal,
+        span: SPAN,
+        send: (f) => this.socket.send(f),
+        onError: (err) => this.fail(err),
+      });
+      if (this.socket.closed) return this.settle('cancelled');
+      // The initializing single space is the protocol's marker, not text to speak.
+      if (msg.text && msg.text !== ' ') this.append(msg.text);
+      if (msg.flush || msg.try_trigger_generation) this.ctx.flush();
+      return;
+    }
+    if (msg.text === '') return this.end();
+    if (msg.text) this.append(msg.text);
+    if (msg.flush || msg.try_trigger_generation) this.ctx.flush();
+  }
+
+  private append(text: string): void {
+    if (this.ctx!.wouldOverflow(text)) {
+      this.settle('failed', { status: 413, message: 'text buffer too large' });
+      this.socket.send(bufferOverflow());
+      this.close(WS_CLOSE.tooBig, 'text buffer too large');
+      return;
+    }
+    this.ctx!.append(text);
+  }
+
+  private end(): void {
+    this.ending = true;
+    const ctx = this.ctx!;
+    void ctx.finish().then((ok) => {
+      if (!ok || this.socket.closed) return;
+      // Settled first: closing runs the close handler, which would count the socket as cancelled.
+      this.settle('done');
+      this.socket.send({ isFinal: true });
+      this.close(WS_CLOSE.normal, 'done');
+    });
+  }
+
+  private fail(err: unknown): void {
+    if (this.socket.closed) return;
+    const frame = errorFrame(err);
+    this.settle('failed', { status: frame.code, message: frame.error });
+    this.socket.send(frame);
+    this.close(closeCodeFor(frame.code), 'error');
+  }
+
+  private close(code: number, reason: string): void {
+    this.socket.end(code, reason);
+    this.ac.abort(Object.assign(new Error('closed'), { name: 'AbortError' }));
+  }
+
+  private settle(outcome: 'done' | 'cancelled' | 'failed', error?: { status: number; message: string }): void {
+    if (this.settled || !this.ctx) return;
+    this.settled = true;
+    this.ctx.settle(outcome, error);
+  }
+}
+
+/** Mounts `stream-input`. */
+export function mountStreamInput(http: HttpApp, deps: TtsSocketDeps): void {
+  mountJsonSocket<TtsSocketState>(http, `${ELEVENLABS_BASE}/v1/text-to-speech/:voice_id/stream-input`, 1, {
+    log: deps.log,
+    accept: (r) => acceptTtsSocket(r, deps),
+    open: (socket, state, requestId) => new StreamInputSession(deps, socket, state, requestId),
+  });
+}
