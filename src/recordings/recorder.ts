@@ -1,0 +1,137 @@
+/**
+ * Per-speaker recording of a session (GAPS.md §4.5): the runtime taps the caller's audio as it
+ * arrives and the agent's audio as it goes out (both 16 kHz mono 16-bit PCM) and hands them
+ * here; each speaker becomes one WAV track, time-aligned with the session (silence where that
+ * speaker is quiet), written to a file as it goes. At the end each file's header is completed;
+ * with S3 configured the file is uploaded and the local copy removed. The actor never sees
+ * any of this.
+ */
+import { mkdir, open, readFile, rm, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
+import { WAV_HEADER_BYTES, wavHeader } from '../audio/index.ts';
+import type { Logger } from '../log.ts';
+import type { Sql } from '../store/db.ts';
+import { finishRecordingTrack, insertRecordingTracks } from '../store/recordings.ts';
+import type { S3Client } from './s3.ts';
+
+const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
+/** A gap in a speaker's audio shorter than this is not filled with silence (jitter). */
+const GAP_TOLERANCE_MS = 60;
+/** One track's upload to S3 may take this long before it counts as failed. */
+const UPLOAD_TIMEOUT_MS = 120_000;
+
+export type TrackRole = 'agent' | 'user';
+export const TRACK_ROLES: TrackRole[] = ['agent', 'user'];
+
+/** What the runtime calls for a recorded session. */
+export interface SessionRecorder {
+  /** Caller audio, as it arrives. */
+  user(pcm: Uint8Array): void;
+  /** Agent audio, as it is sent to the caller. */
+  agent(pcm: Uint8Array): void;
+  /** Ends the tracks: completes the files, uploads them when stored in S3, settles the rows. */
+  finish(): Promise<void>;
+}
+
+/** The object key of a track inside the store (local folder or bucket). */
+export const trackKey = (sessionId: string, role: TrackRole) => `${sessionId}/${role}.wav`;
+
+/** One speaker's WAV file, written in order as audio arrives. */
+class Track {
+  private fh: Promise<FileHandle>;
+  private chain: Promise<void>;
+  /** PCM bytes placed so far (audio and silence). */
+  bytes = 0;
+  error: unknown = null;
+
+  constructor(
+    readonly path: string,
+    private readonly startedAt: number,
+  ) {
+    this.fh = mkdir(dirname(path), { recursive: true }).then(() => open(path, 'w'));
+    this.chain = this.fh.then((f) => f.write(wavHeader(SESSION_SAMPLE_RATE_HZ), 0, WAV_HEADER_BYTES, 0)).then(
+      () => undefined,
+      (err) => void (this.error ??= err),
+    );
+  }
+
+  /** Places `pcm` at `now` on the session's timeline (after silence if the speaker was quiet). */
+  push(pcm: Uint8Array, now: number): void {
+    if (this.error || pcm.length === 0) return;
+    const due = Math.floor(((now - this.startedAt) * BYTES_PER_MS) / 2) * 2;
+    const gap = due - this.bytes;
+    const parts: Uint8Array[] = [];
+    if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) parts.push(new Uint8Array(gap));
+    parts.push(pcm.slice()); // the caller's buffer may be reused
+    for (const p of parts) {
+      const at = WAV_HEADER_BYTES + this.bytes;
+      this.bytes += p.length;
+      this.chain = this.chain.then(async () => {
+        if (this.error) return;
+        const f = await this.fh;
+        await f.write(p, 0, p.length, at);
+      }).catch((err) => void (this.error ??= err));
+    }
+  }
+
+  /** Completes the header; resolves with the PCM byte count, rejects if any write failed. */
+  async close(): Promise<number> {
+    await this.chain;
+    const f = await this.fh.catch((err) => {
+      this.error ??= err;
+      return null;
+    });
+    if (f) {
+      if (!this.error) await f.write(wavHeader(SESSION_SAMPLE_RATE_HZ, this.bytes), 0, WAV_HEADER_BYTES, 0).catch((err) => void (this.error ??= err));
+      await f.close().catch(() => undefined);
+    }
+    if (this.error) throw this.error;
+    return this.bytes;
+  }
+}
+
+export interface RecorderOptions {
+  sql: Sql;
+  /** Local folder of recordings (and of S3 uploads until they are sent). */
+  dir: string;
+  s3: S3Client | null;
+  log: Logger;
+}
+
+/** Starts recording a session: registers its tracks and opens their files. */
+export function startRecorder(o: RecorderOptions, sessionId: string, now: () => number): SessionRecorder {
+  const storage = o.s3 ? 's3' : 'local';
+  const startedAt = now();
+  const tracks = new Map(TRACK_ROLES.map((role) => [role, new Track(join(o.dir, trackKey(sessionId, role)), startedAt)]));
+  const registered = insertRecordingTracks(o.sql, sessionId, TRACK_ROLES.map((role) => ({ role, storage, objectKey: trackKey(sessionId, role) })));
+  registered.catch((err) => o.log.error({ err, sessionId }, 'recording tracks not registered'));
+  let finishing: Promise<void> | null = null;
+
+  const settle = async (role: TrackRole, track: Track) => {
+    try {
+      const bytes = await track.close();
+      if (o.s3) {
+        const body = await readFile(track.path);
+        await o.s3.put(trackKey(sessionId, role), body, 'audio/wav', AbortSignal.timeout(UPLOAD_TIMEOUT_MS));
+        await rm(track.path, { force: true });
+      }
+      await finishRecordingTrack(o.sql, sessionId, role, { status: 'complete', sizeBytes: bytes + WAV_HEADER_BYTES, durationMs: Math.round(bytes / BYTES_PER_MS) });
+    } catch (err) {
+      o.log.error({ err, sessionId, role }, 'recording track failed');
+      const code = o.s3 && !track.error ? 'upload_failed' : 'write_failed';
+      await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: code === 'upload_failed' ? 'The track could not be uploaded' : 'The track could not be written', errorCode: code })
+        .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
+    }
+  };
+
+  return {
+    user: (pcm) => { if (!finishing) tracks.get('user')!.push(pcm, now()); },
+    agent: (pcm) => { if (!finishing) tracks.get('agent')!.push(pcm, now()); },
+    finish: () =>
+      (finishing ??= (async () => {
+        await registered.catch(() => undefined);
+        await Promise.all([...tracks].map(([role, track]) => settle(role, track)));
+      })()),
+  };
+}
