@@ -7,9 +7,9 @@ export { WebhookDeliveryService, toDelivery, webhookDelivery, webhookDeliveryLis
  * `PARLEY_WEBHOOK_BACKOFF_MS`: comma-separated delays between attempts (default `1000,5000`,
  * GAPS.md §8.1). Meant for tests and drills; an invalid value throws at start-up.
  */
-export function parseBackoff(env: string | undefined): number[] | undefined {
+export function parseBackoff(env: string | undefined, name = 'PARLEY_WEBHOOK_BACKOFF_MS'): number[] | undefined {
   if (env === undefined || env.trim() === '') return undefined;
   const list = env.split(',').map((s) => Number(s.trim()));
-  if (list.some((n) => !Number.isFinite(n) || n < 0)) throw new Error('PARLEY_WEBHOOK_BACKOFF_MS must be comma-separated non-negative milliseconds');
+  if (list.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be comma-separated non-negative milliseconds`);
   return list;
 }
