@@ -55,9 +55,12 @@ export async function updateDraft(
 }
 
 /**
- * Publishes the draft: when its hash equals the latest version's, that version is returned
- * unchanged (`created: false`); otherwise version N+1 is written with the draft's config and
- * what `pin` freezes. The draft row lock serialises concurrent publishes of one agent.
+ * Publishes the draft: when its hash equals the latest version's and `pin` freezes the same
+ * thing that version froze, that version is returned unchanged (`created: false`); otherwise
+ * version N+1 is written with the draft's config and what `pin` freezes. Comparing the pins
+ * too is what lets an edited tool or a new knowledge revision reach live sessions at the next
+ * publish ("editing a tool changes every agent that uses it") although the draft itself, which
+ * holds only their ids, is unchanged. The draft row lock serialises concurrent publishes.
  */
 export async function publishDraft(
   sql: Sql,
@@ -73,8 +76,12 @@ export async function publishDraft(
     if (!draft) return undefined;
     const [latest] = await tx<VersionRow[]>`
       select * from agent_versions where agent_id = ${agentId} order by version_number desc limit 1`;
-    if (latest && latest.config_hash === draft.config_hash) return { version: latest, created: false };
     const pinned = await pin(draft, tx as unknown as Sql);
+    if (latest && latest.config_hash === draft.config_hash) {
+      // jsonb equality: key order and whitespace of the stored form do not matter.
+      const [same] = await tx<{ same: boolean }[]>`select ${tx.json(pinned as never)}::jsonb = ${tx.json(latest.pinned as never)}::jsonb as same`;
+      if (same?.same) return { version: latest, created: false };
+    }
     const [version] = await tx<VersionRow[]>`
       insert into agent_versions (agent_id, version_number, config, config_hash, version_title, version_description, pinned)
       values (${agentId}, ${(latest?.version_number ?? 0) + 1}, ${tx.json(draft.config as never)}, ${draft.config_hash},
