@@ -11,6 +11,9 @@
  * `fromProvider` so the envelope can tell them apart.
  */
 import { ServiceError, toServiceError } from '../errors.ts';
+import type { HttpApp } from '../http/app.ts';
+import { ELEVENLABS_BASE } from './elevenlabs/common.ts';
+import { ElevenLabsError, toElevenLabsError } from './elevenlabs/errors.ts';
 
 /** What a family answers for an error: status, JSON body, extra headers. */
 export interface CompatEnvelope {
@@ -103,6 +106,32 @@ export function badParam(param: string, message: string): ServiceError {
   return e;
 }
 
-function paramOf(e: ServiceError): string | undefined {
+/** The request field a layer error names, if any. */
+export function paramOf(e: ServiceError): string | undefined {
   return params.get(e);
+}
+
+/**
+ * Family C for errors the HTTP layer answers itself under `/compat/elevenlabs` (GAPS §12.3
+ * HTTP map): an unknown path is `404 not_found`, a wrong method `405 invalid_request` (with
+ * `Allow`), a body over the route limit `413 payload_too_large`; anything else goes through
+ * the family's own map.
+ */
+export function elevenLabsLayerEnvelope(err: unknown): CompatEnvelope {
+  const e = toServiceError(err);
+  if (e.code === 'not_found') return toElevenLabsError(new ElevenLabsError('not_found', e.message));
+  if (e.code === 'method_not_allowed') return toElevenLabsError(new ElevenLabsError('invalid_request', e.message, 405, { ...(e.headers ?? {}) }));
+  return toElevenLabsError(e);
+}
+
+/** The prefixes whose HTTP-layer errors answer in the OpenAI-style envelope (`/compat` itself: the Groq client's base). */
+export const OPENAI_ENVELOPE_PREFIXES = ['/compat', '/compat/v1', '/compat/api/v1', '/compat/openai/v1'] as const;
+
+/**
+ * Registers each family's envelope for the errors the HTTP layer produces under its prefix
+ * (404, 405, 413, 503 while starting). Family C wins below `/compat/elevenlabs` (longest prefix).
+ */
+export function registerCompatEnvelopes(http: Pick<HttpApp, 'errorEnvelope'>): void {
+  for (const prefix of OPENAI_ENVELOPE_PREFIXES) http.errorEnvelope(prefix, openaiEnvelope);
+  http.errorEnvelope(ELEVENLABS_BASE, elevenLabsLayerEnvelope);
 }

@@ -28,6 +28,14 @@ export type Authenticate = (
   messages: { invalid: string; expired: string },
 ) => Promise<Principal>;
 
+/**
+ * A compat family's error body for errors the HTTP layer itself answers under its prefix
+ * (unknown path 404, 405, body over the route limit 413, starting 503, ...), so a client
+ * of that family parses every error it can get. Routes that answer their own errors are
+ * not affected.
+ */
+export type ErrorEnvelope = (e: ServiceError) => { status: number; body: unknown; headers?: Record<string, string> };
+
 export interface HttpAppOptions {
   log: Logger;
   metrics: Metrics;
@@ -100,6 +108,8 @@ export class HttpApp {
   port = 0;
   /** While true (before migrations finish), unknown routes answer 503 instead of 404. */
   starting = false;
+  /** Per-prefix error envelopes, longest prefix first. */
+  private envelopes: { prefix: string; envelope: ErrorEnvelope }[] = [];
 
   constructor(private readonly opts: HttpAppOptions) {
     this.app = uws.App();
@@ -108,6 +118,15 @@ export class HttpApp {
 
   route(spec: RouteSpec): void {
     this.router.add(spec);
+  }
+
+  /**
+   * Answers errors under `prefix` (the path itself or below it) with `envelope` instead of
+   * the native `{status, message}`. The longest matching prefix wins.
+   */
+  errorEnvelope(prefix: string, envelope: ErrorEnvelope): void {
+    const p = prefix.replace(/\/+$/, '');
+    this.envelopes = [...this.envelopes.filter((e) => e.prefix !== p), { prefix: p, envelope }].sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -193,7 +212,7 @@ export class HttpApp {
     }
     if (hasBody) {
       if (declared !== undefined && declared > limit) {
-        this.sendError(reply, log, new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`));
+        this.sendError(reply, log, new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`), path);
         finish();
         return;
       }
@@ -265,13 +284,20 @@ export class HttpApp {
       .catch((err) => {
         const e = toServiceError(err);
         if (e.code === 'internal') log.error({ err }, 'unhandled error');
-        if (!reply.started) this.sendError(reply, log, e);
+        if (!reply.started) this.sendError(reply, log, e, path);
         else if (!reply.ended) reply.destroy(); // mid-stream failure: never a clean, truncated 200
       })
       .finally(finish);
   }
 
-  private sendError(reply: Reply, log: Logger, e: ServiceError): void {
+  private sendError(reply: Reply, log: Logger, e: ServiceError, path: string): void {
+    const hook = this.envelopes.find((h) => path === h.prefix || path.startsWith(h.prefix + '/'));
+    if (hook) {
+      if (e.status >= 500 && e.code !== 'internal') log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
+      const env = hook.envelope(e);
+      reply.json(env.status, env.body, env.headers);
+      return;
+    }
     if (e.code === 'unauthenticated_bare' || e.code === 'unsupported_media_type') {
       reply.send(e.status, null, e.headers);
       return;

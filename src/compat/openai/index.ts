@@ -3,6 +3,10 @@
  * implementation served at `/compat/v1`, `/compat/api/v1` (router style) and
  * `/compat/openai/v1` (the Groq client appends `/openai/v1` to `/compat`).
  *
+ * Routes: `POST /audio/speech`, `/audio/transcriptions`, `/chat/completions` (chat-modality
+ * audio, `chat.ts`), `/audio/translations` (404), `GET /models`, and `wss /realtime`
+ * (`realtime-route.ts`).
+ *
  * Routes authenticate themselves (`auth: 'none'`) so that every error, a missing or bad key
  * included, is this family's envelope. Synthesis goes through `TtsService`, transcription
  * through `AsrService`; nothing here talks to the backend.
@@ -13,10 +17,13 @@ import type { Ctx, Principal, Result } from '../../http/router.ts';
 import { newId } from '../../ids.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import { SPEECH_AUTH_MESSAGES, type Caller, type TtsService } from '../../speech/tts.ts';
-import { fromProvider, openaiEnvelope } from '../errors.ts';
+import { fromProvider, markProvider, openaiEnvelope } from '../errors.ts';
 import { catalog } from './models.ts';
 import { toNativeSpeech } from './speech.ts';
 import { readTranscriptionRequest, transcriptionResponse } from './transcriptions.ts';
+import { mountRealtime } from './realtime-route.ts';
+import { Base64Pieces, synthesize, type SynthesisHost } from './synth.ts';
+import { audioId, chunkEvent, completion, completionId, DONE_EVENT, errorEvent, expiresAt, readChatRequest, usageEvent } from './chat.ts';
 
 export { resolveModel, catalog } from './models.ts';
 export { toNativeSpeech, NATIVE_PARAMS, headerFor, PRESET_VOICES } from './speech.ts';
@@ -26,16 +33,19 @@ export const OPENAI_COMPAT_BASES = ['/compat/v1', '/compat/api/v1', '/compat/ope
 /** The router-style base, where the family-B-only body fields are read. */
 export const ROUTER_BASE = '/compat/api/v1';
 
-/** Speech bodies (GAPS §12.3): 32 MiB. */
+/** Speech and chat bodies (GAPS §12.3): 32 MiB. */
 export const SPEECH_BODY_LIMIT = 32 * 1024 * 1024;
+export const CHAT_BODY_LIMIT = SPEECH_BODY_LIMIT;
 /** Transcription bodies (GAPS §12.3): 140 MiB (the audio limit itself is the native one). */
 export const TRANSCRIPTION_BODY_LIMIT = 140 * 1024 * 1024;
 
 export interface OpenAiCompatDeps {
-  tts: Pick<TtsService, 'prepare' | 'stream'>;
+  tts: Pick<TtsService, 'prepare' | 'stream'> & SynthesisHost;
   asr: Pick<AsrService, 'transcribe'>;
   /** The platform's key check (`KeyVerifier.verify`). */
   authenticate: Authenticate;
+  /** Realtime connection lifetime (GAPS §12.3: 3600 s). */
+  realtimeLifetimeMs?: number;
 }
 
 /** The caller's key: a missing or unparsable header is the layer's 401; a bad key the native 401. */
@@ -60,10 +70,26 @@ const enveloped = (fn: (ctx: Ctx) => Promise<Result | void>) => async (ctx: Ctx)
   }
 };
 
+/** The JSON body of a speech or chat request (the layer's 400/415 otherwise). */
+function jsonBody(ctx: Ctx): unknown {
+  if (!ctx.rawBody?.length) throw new ServiceError('bad_request', 'The request has no body: send a JSON object');
+  if (!/^application\/(.+\+)?json$/.test((ctx.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase())) {
+    throw new ServiceError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
+  }
+  try {
+    return JSON.parse(ctx.rawBody.toString('utf8'));
+  } catch {
+    throw new ServiceError('malformed', 'Malformed JSON');
+  }
+}
+
+const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
+
 const errorDoc = { description: 'Error envelope `{error: {code, message, type, param?, metadata?}}`' };
 
 export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
   for (const base of OPENAI_COMPAT_BASES) {
+    mountRealtime(http, base, { tts: deps.tts, asr: deps.asr, log: deps.tts.deps.log, authenticate: deps.authenticate, lifetimeMs: deps.realtimeLifetimeMs });
     const routerStyle = base === ROUTER_BASE;
     const caller = (ctx: Ctx, p: Principal): Caller => ({ teamId: p.teamId, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'], signal: ctx.signal });
 
@@ -86,16 +112,7 @@ export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
       handler: enveloped(async (ctx) => {
         ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
         const principal = await authenticate(ctx, deps.authenticate);
-        if (!ctx.rawBody?.length) throw new ServiceError('bad_request', 'The request has no body: send a JSON object');
-        if (!/^application\/(.+\+)?json$/.test((ctx.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase())) {
-          throw new ServiceError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
-        }
-        let raw: unknown;
-        try {
-          raw = JSON.parse(ctx.rawBody.toString('utf8'));
-        } catch {
-          throw new ServiceError('malformed', 'Malformed JSON');
-        }
+        const raw = jsonBody(ctx);
         const native = toNativeSpeech(raw, ctx.headers, routerStyle);
         const c = caller(ctx, principal);
         const prepared = await fromProvider(() => deps.tts.prepare(`POST ${base}/audio/speech`, native.body, native.model, c));
@@ -127,6 +144,82 @@ export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
           return;
         }
         return { status: 200, body: res.body };
+      }),
+    });
+
+    http.route({
+      method: 'POST',
+      path: `${base}/chat/completions`,
+      auth: 'none',
+      body: 'any',
+      bodyLimit: CHAT_BODY_LIMIT,
+      doc: {
+        summary: 'Compat chat-modality audio: speak the last user text (modalities text+audio) or transcribe an input_audio part; stream=true gives SSE',
+        tags: ['compat'],
+        responses: { 200: { description: 'chat.completion (JSON) or chat.completion.chunk events (text/event-stream)' }, 400: errorDoc, 401: errorDoc, 413: errorDoc },
+      },
+      handler: enveloped(async (ctx) => {
+        ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
+        const principal = await authenticate(ctx, deps.authenticate);
+        const req = readChatRequest(jsonBody(ctx), ctx.headers, routerStyle);
+        const c = caller(ctx, principal);
+        const id = completionId();
+        const reply = ctx.reply;
+
+        if (req.kind === 'transcribe') {
+          const texts: string[] = [];
+          for (const audio of req.audio) {
+            const t = await fromProvider(() => deps.asr.transcribe(principal.teamId, audio, { signal: ctx.signal, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'] }));
+            texts.push(t.text.trim());
+          }
+          const content = texts.filter(Boolean).join(' ');
+          if (!req.stream) return { status: 200, body: completion(id, req.model, { content }) };
+          reply.begin(200, SSE_HEADERS);
+          await reply.write(chunkEvent(id, req.model, { role: 'assistant', content: '' }));
+          await reply.write(chunkEvent(id, req.model, { content }));
+          await reply.write(chunkEvent(id, req.model, {}, 'stop'));
+          if (req.includeUsage) await reply.write(usageEvent(id, req.model));
+          reply.end(DONE_EVENT);
+          return;
+        }
+
+        const prepared = await fromProvider(() => deps.tts.prepare(`POST ${base}/chat/completions`, req.native.body, req.native.model, c));
+        const audio = { id: audioId() };
+        if (!req.stream) {
+          const parts: Uint8Array[] = [];
+          const outcome = await fromProvider(() => synthesize(deps.tts, prepared, c, (bytes) => void parts.push(bytes)));
+          if (outcome === 'cancelled') throw new ServiceError('bad_request', 'client closed the request');
+          return {
+            status: 200,
+            body: completion(id, req.model, { content: null, audio: { ...audio, data: Buffer.concat(parts).toString('base64'), expires_at: expiresAt(), transcript: req.transcript } }),
+          };
+        }
+        // SSE: the transcript first, then audio pieces whose base64 concatenates, then the end.
+        const pieces = new Base64Pieces();
+        const send = (event: string): Promise<void> | undefined => {
+          if (!reply.started) reply.begin(200, SSE_HEADERS);
+          const w = reply.write(event);
+          return reply.backpressured ? w : undefined;
+        };
+        await send(chunkEvent(id, req.model, { role: 'assistant', content: null, audio: { ...audio, transcript: req.transcript } }));
+        try {
+          await synthesize(deps.tts, prepared, c, (bytes) => {
+            const data = pieces.push(bytes);
+            return data ? send(chunkEvent(id, req.model, { audio: { ...audio, data } })) : undefined;
+          });
+        } catch (err) {
+          // Mid-stream failure: an error payload the clients raise, then the end (never a clean finish).
+          const e = markProvider(err);
+          await reply.write(errorEvent(e.status, e.message));
+          reply.end();
+          return;
+        }
+        const tail = pieces.end();
+        if (tail) await send(chunkEvent(id, req.model, { audio: { ...audio, data: tail } }));
+        await send(chunkEvent(id, req.model, { audio: { ...audio, expires_at: expiresAt() } }));
+        await send(chunkEvent(id, req.model, {}, 'stop'));
+        if (req.includeUsage) await send(usageEvent(id, req.model));
+        reply.end(DONE_EVENT);
       }),
     });
 

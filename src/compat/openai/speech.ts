@@ -22,6 +22,7 @@ export const NATIVE_PARAMS = [
   'temperature',
   'top_p',
   'repetition_penalty',
+  'max_new_tokens',
   'chunk_length',
   'latency',
   'normalize',
@@ -96,20 +97,34 @@ function headerValue(v: string): unknown {
   }
 }
 
-/** Native parameters named by `X-Service-<Param>` headers. */
+const BY_HEADER = new Map<string, NativeParam>(NATIVE_PARAMS.map((p) => [headerFor(p), p]));
+
+/**
+ * Native parameters named by `X-Service-<Param>` headers. The set is closed (docs/decisions.md
+ * "Compat native parameters"): an `X-Service-` header naming no listed parameter is the
+ * layer's 400, in every family, so a misspelt parameter never goes silently unapplied.
+ */
 export function nativeFromHeaders(headers: Record<string, string>): Partial<Record<NativeParam, unknown>> {
   const out: Partial<Record<NativeParam, unknown>> = {};
-  for (const p of NATIVE_PARAMS) {
-    const v = headers[headerFor(p)];
-    if (v !== undefined) out[p] = headerValue(v);
+  for (const [name, v] of Object.entries(headers)) {
+    if (!name.startsWith('x-service-')) continue;
+    const p = BY_HEADER.get(name);
+    if (!p) throw badParam(name, `Unknown native parameter header ${name}. Supported: ${[...BY_HEADER.keys()].join(', ')}`);
+    out[p] = headerValue(v);
   }
   return out;
 }
 
+/** `provider.options.service`: the same closed set as the headers. */
 function pick(src: Record<string, unknown> | undefined): Partial<Record<NativeParam, unknown>> {
   const out: Partial<Record<NativeParam, unknown>> = {};
   if (!src) return out;
-  for (const p of NATIVE_PARAMS) if (src[p] !== undefined && src[p] !== null) out[p] = src[p];
+  for (const [k, v] of Object.entries(src)) {
+    if (!(NATIVE_PARAMS as readonly string[]).includes(k)) {
+      throw badParam(`provider.options.service.${k}`, `Unknown native parameter ${k}. Supported: ${NATIVE_PARAMS.join(', ')}`);
+    }
+    if (v !== undefined && v !== null) out[k as NativeParam] = v;
+  }
   return out;
 }
 

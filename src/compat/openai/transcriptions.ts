@@ -10,7 +10,7 @@ import { formFields, isJson, mediaType, parseJson, parseMultipart } from '../../
 import type { TimedText, Transcript } from '../../speech/asr.ts';
 import { badParam } from '../errors.ts';
 import { resolveModel } from './models.ts';
-import { headerFor, NATIVE_PARAMS, schemaError } from './speech.ts';
+import { schemaError } from './speech.ts';
 
 export const RESPONSE_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 export type TranscriptionFormat = (typeof RESPONSE_FORMATS)[number];
@@ -47,9 +47,9 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Reads and validates the request. Everything it throws is the layer's own 400/415. */
 export function readTranscriptionRequest(raw: Buffer | undefined, contentType: string | undefined, headers: Record<string, string>): TranscriptionRequest {
-  for (const p of NATIVE_PARAMS) {
-    if (headers[headerFor(p)] !== undefined) throw badParam(p, `Native synthesis parameters (${headerFor(p)}) are not accepted on transcription`);
-  }
+  // Any X-Service- header, listed or not (GAPS §12.1: STT routes receiving them → 400).
+  const native = Object.keys(headers).find((h) => h.startsWith('x-service-'));
+  if (native) throw badParam(native, `Native synthesis parameters (${native}) are not accepted on transcription`);
   if (!raw || raw.length === 0) throw badParam('file', 'The request has no body: send multipart/form-data with a file, or JSON with input_audio');
   let body: Record<string, unknown>;
   let audio: Uint8Array | undefined;
