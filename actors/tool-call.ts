@@ -1,0 +1,278 @@
+/**
+ * Tool calls in a conversation: one xstate actor per call, and the registry a session keeps
+ * of them (`ToolCalls`).
+ *
+ *   running ──execute settles──► completed | failed
+ *      └────cancel (session ended, turn interrupted)──► cancelled   (stopping aborts `execute`)
+ *
+ * The registry decides how a call runs (SPEC-agents.md, "Webhook tool" execution modes and
+ * "Background tool calls"):
+ * - `blocking`: the turn waits for the outcome; the model is called again with it.
+ * - `fire_and_forget`: the model is told at once that the request was dispatched; the outcome
+ *   is only recorded (history, tool events).
+ * - `background`: the model is told at once that the call runs in the background; the outcome
+ *   is handed to `onBackground` and announced by the session at its next natural pause. At most
+ *   `MAX_BACKGROUND_IN_FLIGHT` per conversation; one more fails at once, as an error the model
+ *   can react to.
+ * In text-only runs every webhook tool runs as `blocking`. Ending the session cancels every
+ * call still running; each keeps its `tool_call` item and gets a `tool_result` with status
+ * `cancelled`.
+ *
+ * Every started call gets exactly one terminal tool event (`tool.completed` or `tool.failed`),
+ * sent only when the session's `tool_events` is on; event payloads are cut at 4 KB, history
+ * payloads at 256 KB (GAPS.md §4.4, §5).
+ */
+import { assign, createActor, fromPromise, setup, type Actor } from 'xstate';
+import type { Clock } from './clock.ts';
+import type { ServerMessage, SessionItem, SessionTool, ToolOutcome, ToolSpec } from './types.ts';
+
+/** Background calls one conversation may have in flight (SPEC-agents.md, Limits). */
+export const MAX_BACKGROUND_IN_FLIGHT = 10;
+/** Tool payloads in `tool.*` events are cut here (`inputTruncated` / `outputTruncated`). */
+export const TOOL_EVENT_PAYLOAD_BYTES = 4 * 1024;
+/** `output` and `error` in the history are cut here (`output_truncated`). */
+export const TOOL_HISTORY_PAYLOAD_BYTES = 256 * 1024;
+
+export type ToolMode = SessionTool['mode'];
+
+export interface ToolCallInput {
+  callId: string;
+  argumentsJson: string;
+  tool: SessionTool;
+}
+
+interface ToolCallContext extends ToolCallInput {
+  outcome: ToolOutcome | null;
+}
+
+const failedWith = (error: string): ToolOutcome => ({ status: 'failed', output: null, error, latencyMs: 0 });
+
+/** One tool call. Its output is the outcome; `latencyMs` is whatever `execute` measured. */
+export const toolCallMachine = setup({
+  types: { input: {} as ToolCallInput, context: {} as ToolCallContext, events: {} as { type: 'cancel' }, output: {} as ToolOutcome },
+  actors: {
+    execute: fromPromise<ToolOutcome, ToolCallInput>(({ input, signal }) => input.tool.execute(input.argumentsJson, { callId: input.callId, signal })),
+  },
+}).createMachine({
+  id: 'toolCall',
+  context: ({ input }) => ({ ...input, outcome: null }),
+  initial: 'running',
+  states: {
+    running: {
+      invoke: {
+        src: 'execute',
+        input: ({ context }) => ({ callId: context.callId, argumentsJson: context.argumentsJson, tool: context.tool }),
+        onDone: [
+          { guard: ({ event }) => event.output.status === 'completed', target: 'completed', actions: assign({ outcome: ({ event }) => event.output }) },
+          // `execute` never reports `cancelled` on its own: a tool that gave up is a failure.
+          { target: 'failed', actions: assign({ outcome: ({ event }) => ({ ...event.output, status: 'failed' as const }) }) },
+        ],
+        onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failedWith(event.error instanceof Error ? event.error.message : 'Tool failed') }) },
+      },
+      on: { cancel: { target: 'cancelled', actions: assign({ outcome: () => ({ status: 'cancelled' as const, output: null, error: 'Cancelled: the conversation ended', latencyMs: 0 }) }) } },
+    },
+    completed: { type: 'final' },
+    failed: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+  output: ({ context }) => context.outcome!,
+});
+
+/** GAPS.md §4.4 `tool_source`. */
+export function toolSourceOf(tool: SessionTool | null): string {
+  if (!tool) return 'unknown';
+  return tool.source === 'system' ? 'builtin' : tool.source;
+}
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+function cut(s: string, bytes: number): { text: string; truncated: boolean } {
+  if (s.length * 3 <= bytes) return { text: s, truncated: false };
+  const all = utf8.encode(s);
+  if (all.length <= bytes) return { text: s, truncated: false };
+  // Cut on a character boundary: a split trailing character decodes as U+FFFD and is dropped.
+  let text = fromUtf8.decode(all.subarray(0, bytes));
+  if (text.endsWith('\uFFFD')) text = text.slice(0, -1);
+  return { text, truncated: true };
+}
+
+export interface ToolCallsDeps {
+  tools: SessionTool[];
+  output: { message(m: ServerMessage): void };
+  record(items: SessionItem[]): void;
+  clock: Clock;
+  toolEvents: boolean;
+  /** A background call settled (not on cancellation): the session announces `content` at its next pause. */
+  onBackground(r: BackgroundResult): void;
+  log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+export interface BackgroundResult {
+  callId: string;
+  toolName: string;
+  argumentsJson: string;
+  /** What the model is told (the outcome as shaped by the tool's `error_handling`). */
+  content: string;
+  outcome: ToolOutcome;
+}
+
+/** A call the registry started, as the turn that made it sees it. */
+export interface StartedCall {
+  callId: string;
+  toolName: string;
+  mode: ToolMode;
+  /**
+   * What the model is told in this turn: for `blocking`, once the outcome is in; for the
+   * others, at once (dispatched, running in the background, or why it failed to start).
+   */
+  content: Promise<string>;
+  /** Settles with the outcome (immediately for calls that could not start). */
+  outcome: Promise<ToolOutcome>;
+}
+
+/** What the model sees of an outcome (the tool already shaped `output` by its `error_handling`). */
+export function contentOf(o: ToolOutcome): string {
+  if (o.output !== null) return o.output;
+  if (o.status === 'completed') return JSON.stringify({ status: 'ok' });
+  return JSON.stringify({ error: o.error ?? 'The tool call failed.' });
+}
+
+/** What the model is told at once of a fire-and-forget call (kept short: models read it aloud). */
+export const DISPATCHED = JSON.stringify({ status: 'dispatched' });
+/** What the model is told at once of a background call; the result follows at a pause. */
+export const RUNNING = JSON.stringify({ status: 'running in background' });
+export const TOO_MANY_BACKGROUND = `Too many background calls in flight (${MAX_BACKGROUND_IN_FLIGHT}); try later`;
+
+interface Running {
+  actor: Actor<typeof toolCallMachine>;
+  mode: ToolMode;
+}
+
+/** The tool calls of one session. */
+export class ToolCalls {
+  private readonly byName = new Map<string, SessionTool>();
+  private readonly running = new Map<string, Running>();
+  private readonly usedIds = new Set<string>();
+  private closed = false;
+
+  constructor(private readonly deps: ToolCallsDeps) {
+    for (const t of deps.tools) if (!this.byName.has(t.spec.name)) this.byName.set(t.spec.name, t);
+  }
+
+  /** The tools offered to the model. */
+  specs(): ToolSpec[] {
+    return [...this.byName.values()].map((t) => t.spec);
+  }
+
+  /** Background calls in flight. */
+  get backgroundInFlight(): number {
+    let n = 0;
+    for (const r of this.running.values()) if (r.mode === 'background') n++;
+    return n;
+  }
+
+  /** Calls in flight, any mode. */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** A call id unique in this session (the model's own id unless it was used before). */
+  private uniqueId(id: string): string {
+    let out = id || 'call';
+    for (let n = 2; this.usedIds.has(out); n++) out = `${id}_${n}`;
+    this.usedIds.add(out);
+    return out;
+  }
+
+  private now(): string {
+    return new Date(this.deps.clock.now()).toISOString();
+  }
+
+  private started(callId: string, toolName: string, source: string, argumentsJson: string, turnId: number) {
+    this.deps.record([{ type: 'tool_call', payload: { call_id: callId, tool_name: toolName, tool_source: source, input: argumentsJson, turn_id: turnId, created_at: this.now() } }]);
+    if (!this.deps.toolEvents) return;
+    const input = cut(argumentsJson, TOOL_EVENT_PAYLOAD_BYTES);
+    this.deps.output.message({ topic: 'agent-event', type: 'tool.started', callId, toolName, toolSource: source, input: input.text, ...(input.truncated ? { inputTruncated: true } : {}) });
+  }
+
+  private settled(callId: string, toolName: string, source: string, o: ToolOutcome, turnId: number) {
+    const output = o.output === null ? null : cut(o.output, TOOL_HISTORY_PAYLOAD_BYTES);
+    const error = o.error === null ? null : cut(o.error, TOOL_HISTORY_PAYLOAD_BYTES).text;
+    this.deps.record([{
+      type: 'tool_result',
+      payload: {
+        call_id: callId, tool_name: toolName, tool_source: source, status: o.status, output: output?.text ?? null,
+        output_truncated: (output?.truncated ?? false) || o.outputTruncated === true, error, latency_ms: Math.round(o.latencyMs), turn_id: turnId, created_at: this.now(),
+      },
+    }]);
+    if (!this.deps.toolEvents) return;
+    if (o.status === 'completed') {
+      const out = cut(o.output ?? '', TOOL_EVENT_PAYLOAD_BYTES);
+      this.deps.output.message({ topic: 'agent-event', type: 'tool.completed', callId, toolName, toolSource: source, output: out.text, ...(out.truncated || o.outputTruncated ? { outputTruncated: true } : {}) });
+    } else {
+      this.deps.output.message({ topic: 'agent-event', type: 'tool.failed', callId, toolName, toolSource: source, error: cut(o.error ?? 'The tool call failed.', TOOL_EVENT_PAYLOAD_BYTES).text });
+    }
+  }
+
+  /**
+   * Starts the model's call `id` of `name`. `textOnly`: the turn is a text-only run, so
+   * webhook tools run as `blocking`. A turn that is interrupted cancels its blocking calls
+   * through `cancel`; the others outlive the turn.
+   */
+  start(call: { id: string; name: string; argumentsJson: string }, o: { turnId: number; textOnly: boolean }): StartedCall {
+    const callId = this.uniqueId(call.id);
+    const tool = this.byName.get(call.name) ?? null;
+    const source = toolSourceOf(tool);
+    this.started(callId, call.name, source, call.argumentsJson, o.turnId);
+    const refuse = (mode: ToolMode, error: string): StartedCall => {
+      const outcome: ToolOutcome = { status: 'failed', output: null, error, latencyMs: 0 };
+      this.settled(callId, call.name, source, outcome, o.turnId);
+      return { callId, toolName: call.name, mode, content: Promise.resolve(contentOf(outcome)), outcome: Promise.resolve(outcome) };
+    };
+    if (!tool) return refuse('blocking', `Unknown tool: ${call.name}`);
+    const mode: ToolMode = o.textOnly && tool.source === 'webhook' ? 'blocking' : tool.mode;
+    if (this.closed) return refuse(mode, 'Cancelled: the conversation ended');
+    if (mode === 'background' && this.backgroundInFlight >= MAX_BACKGROUND_IN_FLIGHT) return refuse(mode, TOO_MANY_BACKGROUND);
+
+    const actor = createActor(toolCallMachine, { input: { callId, argumentsJson: call.argumentsJson, tool }, clock: this.deps.clock });
+    this.running.set(callId, { actor, mode });
+    const startedAt = this.deps.clock.now();
+    const outcome = new Promise<ToolOutcome>((resolve) => {
+      actor.subscribe({
+        complete: () => {
+          this.running.delete(callId);
+          const out = actor.getSnapshot().output!;
+          const o2 = out.status === 'cancelled' ? { ...out, latencyMs: this.deps.clock.now() - startedAt } : out;
+          this.settled(callId, call.name, source, o2, o.turnId);
+          resolve(o2);
+          if (mode === 'background' && o2.status !== 'cancelled') {
+            this.deps.onBackground({ callId, toolName: call.name, argumentsJson: call.argumentsJson, content: contentOf(o2), outcome: o2 });
+          }
+        },
+        // The machine catches `execute`'s failures; anything reaching here is a bug of ours.
+        error: (err) => {
+          this.running.delete(callId);
+          this.deps.log?.error({ err }, 'tool call actor failed');
+          const o2 = failedWith('The tool call failed.');
+          this.settled(callId, call.name, source, o2, o.turnId);
+          resolve(o2);
+        },
+      });
+    });
+    actor.start();
+    const content = mode === 'blocking' ? outcome.then(contentOf) : Promise.resolve(mode === 'background' ? RUNNING : DISPATCHED);
+    return { callId, toolName: call.name, mode, content, outcome };
+  }
+
+  /** Cancels one call still running (a blocking call whose turn was interrupted). */
+  cancel(callId: string): void {
+    this.running.get(callId)?.actor.send({ type: 'cancel' });
+  }
+
+  /** Cancels every call still running and refuses new ones (the session ended). */
+  cancelAll(): void {
+    this.closed = true;
+    for (const r of [...this.running.values()]) r.actor.send({ type: 'cancel' });
+  }
+}
