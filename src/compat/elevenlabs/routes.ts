@@ -6,15 +6,18 @@
  */
 import type { Authenticate, HttpApp } from '../../http/app.ts';
 import { newId } from '../../ids.ts';
-import type { Ctx, RouteSpec } from '../../http/router.ts';
+import type { Ctx, Principal, RouteSpec } from '../../http/router.ts';
 import type { Logger } from '../../log.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import type { Caller, TtsService } from '../../speech/tts.ts';
+import type { SharedState } from '../../state/index.ts';
 import type { Sql } from '../../store/db.ts';
 import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, sendElevenLabsError } from './common.ts';
 import { readSttRequest, sttResponse } from './stt.ts';
 import { ELEVENLABS_JSON_LIMIT, ndjsonLine, readJsonBody, timestampsJson, translateTts, synthesizeTimed } from './tts.ts';
+import { authenticateKeyOrToken, issueSingleUseToken, type SingleUseTokenType } from './tokens.ts';
 import { getVoice, listVoicesV1, modelCatalog, ownVoiceCount, searchVoicesV2, userStub } from './voices.ts';
+import type { SocketTimers } from './ws-socket.ts';
 import { mountMultiStreamInput } from './ws-multi-stream.ts';
 import { mountRealtimeStt } from './ws-realtime-stt.ts';
 import { mountStreamInput } from './ws-stream-input.ts';
@@ -26,12 +29,16 @@ export interface ElevenLabsDeps {
   /** The platform's key check (`KeyVerifier.verify`). */
   authenticate: Authenticate;
   log: Logger;
+  /** Single-use tokens (tokens.ts). */
+  state: SharedState;
+  /** The sockets' lifetime and inactivity clocks (tests shorten them). */
+  timers?: SocketTimers;
 }
 
 /** Transcription uploads (GAPS §12.3: 140 MiB body; the native service caps the audio). */
 export const ELEVENLABS_STT_LIMIT = 140 * 1024 * 1024;
 
-type Handler = (ctx: Ctx, teamId: string) => Promise<unknown>;
+type Handler = (ctx: Ctx, teamId: string, principal: Principal) => Promise<unknown>;
 
 /** Every synthesis and transcription response carries an `X-Generation-Id` (GAPS §12.3). */
 const generation = (ctx: Ctx) => ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
@@ -40,7 +47,7 @@ const generation = (ctx: Ctx) => ctx.reply.addBaseHeader('X-Generation-Id', newI
 export function mountElevenLabsRoutes(http: HttpApp, deps: ElevenLabsDeps): void {
   const tags = ['Compat: ElevenLabs-style'];
   /** Authenticates, runs the handler, answers JSON results and errors in the family envelope. */
-  const route = (method: RouteSpec['method'], path: string, summary: string, handler: Handler, bodyLimit?: number) =>
+  const route = (method: RouteSpec['method'], path: string, summary: string, handler: Handler, bodyLimit?: number, tokenType?: SingleUseTokenType) =>
     http.route({
       method,
       path: ELEVENLABS_BASE + path,
@@ -50,8 +57,8 @@ export function mountElevenLabsRoutes(http: HttpApp, deps: ElevenLabsDeps): void
       doc: { summary, tags },
       handler: async (ctx) => {
         try {
-          const principal = await authenticateKey(ctx.headers, deps.authenticate);
-          const result = await handler(ctx, principal.teamId);
+          const principal = tokenType ? await authenticateKeyOrToken(ctx, tokenType, deps) : await authenticateKey(ctx.headers, deps.authenticate);
+          const result = await handler(ctx, principal.teamId, principal);
           if (result !== undefined && !ctx.reply.started) ctx.reply.json(200, result);
         } catch (err) {
           if (!sendElevenLabsError(ctx.reply, err, ctx.log)) throw err; // mid-stream: the HTTP layer cuts the response
@@ -105,7 +112,10 @@ export function mountElevenLabsRoutes(http: HttpApp, deps: ElevenLabsDeps): void
       language: req.languageCode || undefined, signal: ctx.signal, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'],
     });
     return sttResponse(t, req);
-  }, ELEVENLABS_STT_LIMIT);
+  }, ELEVENLABS_STT_LIMIT, 'batch_scribe');
+
+  route('POST', '/v1/single-use-token/{token_type}', 'Single-use token (15 minutes) for a frontend client', (ctx, _teamId, principal) =>
+    issueSingleUseToken(deps.state, ctx.params, principal));
 
   route('GET', '/v1/voices', 'The caller\'s voices', (_ctx, teamId) => listVoicesV1(deps.sql, teamId));
   route('GET', '/v2/voices', 'Search the caller\'s voices (paged)', (ctx, teamId) => searchVoicesV2(deps.sql, teamId, ctx.query));

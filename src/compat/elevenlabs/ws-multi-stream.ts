@@ -20,16 +20,23 @@
  * A failure in one context → `{error, code, contextId}` and that context is dropped; the
  * socket stays open. More than 1 MiB of unsynthesized text in a context → `{error, code:
  * 1009}` and close 1009.
+ *
+ * Clocks: no client message for `inactivity_timeout` seconds (default 20, at most 180) →
+ * close 1000 `inactivity timeout`, every context cancelled; any message restarts the count,
+ * so `{text: "", context_id}` keeps the socket alive. After `close_socket` the socket waits
+ * for the rest of the audio instead. The connection lifetime (GAPS §12.3: 3600 s) reached →
+ * `{error, code: 1000}`, then close 1000 `connection lifetime reached`.
  */
 import type { HttpApp } from '../../http/app.ts';
 import type { Principal } from '../../http/router.ts';
 import { ELEVENLABS_BASE } from './common.ts';
 import type { SpeechContext } from './ws-speech-context.ts';
-import { errorFrame, mountJsonSocket, type JsonSocket, type SocketSession } from './ws-socket.ts';
+import { errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession } from './ws-socket.ts';
 import {
   acceptTtsSocket,
   bufferOverflow,
   closeCodeFor,
+  lifetimeFrame,
   openSpeechContext,
   principalFor,
   readMessage,
@@ -78,6 +85,16 @@ export class MultiStreamSession implements SocketSession {
     for (const e of [...this.contexts.values(), ...this.closing]) this.settle(e, 'cancelled');
     this.contexts.clear();
     this.closing.clear();
+  }
+
+  onExpire(): void {
+    this.socket.send(lifetimeFrame());
+    this.close(LIFETIME_CLOSE.code, LIFETIME_CLOSE.reason);
+  }
+
+  onInactive(): void {
+    if (this.ending) return; // close_socket: the close follows the last audio
+    this.close(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
   }
 
   private async handle(text: string): Promise<void> {
@@ -185,6 +202,8 @@ export class MultiStreamSession implements SocketSession {
 export function mountMultiStreamInput(http: HttpApp, deps: TtsSocketDeps): void {
   mountJsonSocket<TtsSocketState>(http, `${ELEVENLABS_BASE}/v1/text-to-speech/:voice_id/multi-stream-input`, 1, {
     log: deps.log,
+    lifetimeMs: deps.timers?.lifetimeMs,
+    inactivityMs: (state) => state.inactivityTimeoutS * (deps.timers?.secondMs ?? 1000),
     accept: (r) => acceptTtsSocket(r, deps),
     open: (socket, state, requestId) => new MultiStreamSession(deps, socket, state, requestId),
   });

@@ -4,7 +4,8 @@
  *
  * Handshake (HTTP answers in the family envelope, before the upgrade): the key in
  * `xi-api-key` (or `Authorization: Bearer`), none → 401 `unauthorized`, invalid → 401
- * `provider_error`; `commit_strategy` `manual` only (`vad` and others → 400);
+ * `provider_error`; or `?token=` with a single-use `realtime_scribe` token (tokens.ts; the
+ * official client then sends no key), unknown, used or expired → 401 `unauthorized`; `commit_strategy` `manual` only (`vad` and others → 400);
  * `audio_format` `pcm_<rate>` only, 8000–48000 Hz (default `pcm_16000`; `ulaw_8000` and
  * others → 400); `X-Service-` headers → 400 (native parameters do not apply to speech to
  * text). `language_code` is forwarded to recognition and echoed.
@@ -19,6 +20,8 @@
  * timeline. More than 100 MiB of uncommitted audio → `input_error`: that append is
  * dropped and the socket stays open. A failed recognition → an error message of the
  * vendor's kinds (`input_error`, `quota_exceeded`, `rate_limited`, `transcriber_error`).
+ * The connection lifetime (GAPS §12.3: 3600 s) reached → `session_time_limit_exceeded`,
+ * then close 1000 `connection lifetime reached`; commits still in recognition are dropped.
  */
 import { randomUUID } from 'node:crypto';
 import { wavHeader } from '../../audio/index.ts';
@@ -26,14 +29,20 @@ import { toServiceError } from '../../errors.ts';
 import type { Authenticate, HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { ASR_MIN_DURATION_MS, type AsrService, type Transcript } from '../../speech/asr.ts';
-import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError } from './common.ts';
+import type { SharedState } from '../../state/index.ts';
+import { ELEVENLABS_BASE, ElevenLabsError } from './common.ts';
 import { sttResponse } from './stt.ts';
-import { mountJsonSocket, type JsonSocket, type SocketSession, type UpgradeRequest } from './ws-socket.ts';
+import { authenticateKeyOrToken } from './tokens.ts';
+import { LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface RealtimeSttDeps {
   asr: AsrService;
   authenticate: Authenticate;
   log: Logger;
+  /** Single-use tokens (`?token=`). */
+  state: SharedState;
+  /** The lifetime clock; the default outside tests. */
+  timers?: SocketTimers;
 }
 
 /** Uncommitted audio a session may hold (GAPS §12.2: 100 MiB). */
@@ -52,7 +61,7 @@ interface SttState {
 }
 
 /** Handshake checks (all before the upgrade). */
-export async function acceptRealtimeStt(r: UpgradeRequest, authenticate: Authenticate): Promise<SttState> {
+export async function acceptRealtimeStt(r: UpgradeRequest, deps: Pick<RealtimeSttDeps, 'authenticate' | 'state'>): Promise<SttState> {
   const strategy = r.query.get('commit_strategy') ?? 'manual';
   if (strategy !== 'manual') {
     throw new ElevenLabsError('invalid_request', `commit_strategy ${strategy} is not supported: only manual commits are available (send commit: true)`);
@@ -66,7 +75,7 @@ export async function acceptRealtimeStt(r: UpgradeRequest, authenticate: Authent
   if (Object.keys(r.headers).some((h) => h.startsWith('x-service-'))) {
     throw new ElevenLabsError('invalid_request', 'Native parameter headers (X-Service-*) do not apply to speech to text');
   }
-  const principal = await authenticateKey(r.headers, authenticate);
+  const principal = await authenticateKeyOrToken(r, 'realtime_scribe', deps);
   return {
     teamId: principal.teamId,
     sampleRateHz,
@@ -138,6 +147,11 @@ export class RealtimeSttSession implements SocketSession {
     this.bytes = 0;
   }
 
+  onExpire(): void {
+    this.socket.send({ message_type: 'session_time_limit_exceeded', error: 'The connection reached its lifetime limit (3600 s); open a new connection' });
+    this.socket.end(LIFETIME_CLOSE.code, LIFETIME_CLOSE.reason);
+  }
+
   private commit(): void {
     const pcm = Buffer.concat(this.pieces, this.bytes);
     this.pieces = [];
@@ -194,7 +208,8 @@ export class RealtimeSttSession implements SocketSession {
 export function mountRealtimeStt(http: HttpApp, deps: RealtimeSttDeps): void {
   mountJsonSocket<SttState>(http, `${ELEVENLABS_BASE}/v1/speech-to-text/realtime`, 0, {
     log: deps.log,
-    accept: (r) => acceptRealtimeStt(r, deps.authenticate),
+    lifetimeMs: deps.timers?.lifetimeMs,
+    accept: (r) => acceptRealtimeStt(r, deps),
     open: (socket, state, requestId) => new RealtimeSttSession(deps, socket, state, requestId),
   });
 }

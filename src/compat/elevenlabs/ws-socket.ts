@@ -18,6 +18,22 @@ import { toElevenLabsError } from './errors.ts';
 export const WS_HIGH_WATER_BYTES = 1024 * 1024;
 /** Largest client frame (GAPS §12.3: 32 MiB; uWS closes the socket beyond it). */
 export const WS_MAX_FRAME_BYTES = 32 * 1024 * 1024;
+/** Connection lifetime of every family C socket (GAPS §12.3: 3600 s). */
+export const WS_LIFETIME_MS = 3600 * 1000;
+/** Close of a socket that reached its lifetime: normal, with this reason. */
+export const LIFETIME_CLOSE = { code: 1000, reason: 'connection lifetime reached' } as const;
+/** Close of a socket idle past its `inactivity_timeout`: normal, with this reason. */
+export const INACTIVITY_CLOSE = { code: 1000, reason: 'inactivity timeout' } as const;
+
+/**
+ * The time limits of family C's sockets. Tests shorten them; the platform uses the defaults.
+ */
+export interface SocketTimers {
+  /** Connection lifetime; default `WS_LIFETIME_MS` (3600 s). */
+  lifetimeMs?: number;
+  /** How long one second of `inactivity_timeout` lasts; default 1000. */
+  secondMs?: number;
+}
 
 /** What an upgrade handler may read: copies of the request's parts. */
 export interface UpgradeRequest {
@@ -44,6 +60,16 @@ export interface SocketSession {
   onMessage(text: string): void;
   /** The client went away, or the server closed the socket. */
   onClose(): void;
+  /**
+   * The connection lifetime was reached: say so in-band, then close with `LIFETIME_CLOSE`.
+   * Without it the socket is closed with `LIFETIME_CLOSE` and nothing is sent.
+   */
+  onExpire?(): void;
+  /**
+   * No client message for the socket's inactivity time. Without it the socket is closed with
+   * `INACTIVITY_CLOSE`; a session that is finishing on its own may ignore it.
+   */
+  onInactive?(): void;
 }
 
 interface UserData<S> {
@@ -51,6 +77,9 @@ interface UserData<S> {
   requestId: string;
   socket?: JsonSocket & { markClosed(): void; drained(): void };
   session?: SocketSession;
+  lifetime?: NodeJS.Timeout;
+  idle?: NodeJS.Timeout;
+  idleMs?: number;
 }
 
 const HEADERS_FALLBACK = ['authorization', 'xi-api-key', 'traceparent', 'x-request-id', 'user-agent'];
@@ -76,13 +105,35 @@ function copyHeaders(req: uws.HttpRequest): Record<string, string> {
  * Mounts a JSON WebSocket route. `accept` runs before the upgrade (authentication,
  * handshake parameters); what it throws is answered as an HTTP error in the family
  * envelope and the socket is never opened. `open` makes the session for an accepted socket.
+ *
+ * Every socket lives at most `lifetimeMs` from its opening (GAPS §12.3). When
+ * `inactivityMs` gives a time for a socket's state, the socket also ends after that long
+ * without a client message (every message restarts the count).
  */
 export function mountJsonSocket<S>(
   http: HttpApp,
   pattern: string,
   paramCount: number,
-  o: { accept(r: UpgradeRequest): Promise<S>; open(socket: JsonSocket, state: S, requestId: string): SocketSession; log: Logger; idleTimeoutS?: number },
+  o: {
+    accept(r: UpgradeRequest): Promise<S>;
+    open(socket: JsonSocket, state: S, requestId: string): SocketSession;
+    log: Logger;
+    idleTimeoutS?: number;
+    lifetimeMs?: number;
+    inactivityMs?(state: S): number | undefined;
+  },
 ): void {
+  const lifetimeMs = o.lifetimeMs ?? WS_LIFETIME_MS;
+  const armIdle = (d: UserData<S>) => {
+    if (d.idleMs === undefined || d.socket?.closed) return;
+    if (d.idle) return void d.idle.refresh();
+    d.idle = setTimeout(() => {
+      if (d.socket?.closed) return;
+      if (d.session?.onInactive) d.session.onInactive();
+      else d.socket?.end(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+    }, d.idleMs);
+    d.idle.unref(); // the listening server keeps the process alive, not an idle socket
+  };
   http.app.ws<UserData<S>>(pattern, {
     compression: 0,
     maxPayloadLength: WS_MAX_FRAME_BYTES,
@@ -153,14 +204,27 @@ export function mountJsonSocket<S>(
       };
       d.socket = socket;
       d.session = o.open(socket, d.state, d.requestId);
+      if (socket.closed) return; // the session refused at once (a format the native rules refuse)
+      d.lifetime = setTimeout(() => {
+        if (socket.closed) return;
+        if (d.session?.onExpire) d.session.onExpire();
+        else socket.end(LIFETIME_CLOSE.code, LIFETIME_CLOSE.reason);
+      }, lifetimeMs);
+      d.lifetime.unref();
+      d.idleMs = o.inactivityMs?.(d.state);
+      armIdle(d);
     },
     message: (ws, message) => {
+      const d = ws.getUserData();
+      armIdle(d);
       // Decoding copies the frame out of uWS's buffer, which is reused after this callback.
-      ws.getUserData().session?.onMessage(Buffer.from(message).toString('utf8'));
+      d.session?.onMessage(Buffer.from(message).toString('utf8'));
     },
     drain: (ws) => ws.getUserData().socket?.drained(),
     close: (ws) => {
       const d = ws.getUserData();
+      clearTimeout(d.lifetime);
+      clearTimeout(d.idle);
       d.socket?.markClosed();
       d.session?.onClose();
     },

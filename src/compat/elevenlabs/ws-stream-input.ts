@@ -8,7 +8,11 @@
  *   400 `model_not_found`; an unknown `X-Service-` header → 400;
  * - a key in `xi-api-key` (or `Authorization: Bearer`) is checked here: invalid → 401
  *   `provider_error` `No permission`. Without one the key must come in the first message
- *   (`xi_api_key`, `xi-api-key` or `authorization`).
+ *   (`xi_api_key`, `xi-api-key` or `authorization`);
+ * - `?token=` with a single-use `tts_websocket` token (tokens.ts) authenticates instead of a
+ *   key and is used up here: unknown, used or expired → 401 `unauthorized`;
+ * - `inactivity_timeout` (seconds, an integer 1 to 180, default 20) outside that range or not
+ *   an integer → 400 `invalid_request`.
  *
  * After the upgrade:
  * - an output format the native rules refuse (the 22.05 kHz family) → `{error, code: 400}`
@@ -21,7 +25,12 @@
  * - more than 1 MiB of unsynthesized text → `{error, code: 1009}` and close 1009;
  * - reference audio (`X-Service-References`) → `{error, code: 400}` at the first flush;
  * - any other failure → `{error, code: <HTTP status>}`, then close 1000 (client's fault),
- *   1008 (authentication) or 1011 (ours or the backend's).
+ *   1008 (authentication) or 1011 (ours or the backend's);
+ * - no client message for `inactivity_timeout` seconds → close 1000 `inactivity timeout`
+ *   (no frame; text not yet flushed is dropped). After the finishing empty text the
+ *   socket waits for the rest of the audio instead;
+ * - the connection lifetime (GAPS §12.3: 3600 s) reached → `{error, code: 1000}`, then
+ *   close 1000 `connection lifetime reached`.
  */
 import { z } from 'zod';
 import { checkFormat } from '../../audio/index.ts';
@@ -30,16 +39,28 @@ import type { Principal } from '../../http/router.ts';
 import { parse } from '../../http/validation.ts';
 import type { Logger } from '../../log.ts';
 import type { TtsService } from '../../speech/tts.ts';
+import type { SharedState } from '../../state/index.ts';
 import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, nativeParams, parseElevenLabsFormat, speechModelFor, truthy, type ElevenLabsFormat } from './common.ts';
 import { elevenLabsTtsSchema, translateTts } from './tts.ts';
 import { DEFAULT_CHUNK_SCHEDULE, SpeechContext, TEXT_BUFFER_LIMIT_BYTES } from './ws-speech-context.ts';
-import { errorFrame, mountJsonSocket, type JsonSocket, type SocketSession, type UpgradeRequest } from './ws-socket.ts';
+import { authenticateKeyOrToken } from './tokens.ts';
+import { errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface TtsSocketDeps {
   tts: TtsService;
   authenticate: Authenticate;
   log: Logger;
+  /** Single-use tokens (`?token=`). */
+  state: SharedState;
+  /** Lifetime and inactivity clocks; the defaults outside tests. */
+  timers?: SocketTimers;
 }
+
+/** `inactivity_timeout` in seconds (vendor protocol: default 20, at most 180). */
+export const INACTIVITY_TIMEOUT_S = { default: 20, min: 1, max: 180 } as const;
+
+/** The in-band frame before a lifetime close. */
+export const lifetimeFrame = () => ({ error: 'The connection reached its lifetime limit (3600 s); open a new connection', code: LIFETIME_CLOSE.code });
 
 /** Close codes of the synthesis sockets. */
 export const WS_CLOSE = { normal: 1000, policy: 1008, tooBig: 1009, internal: 1011 } as const;
@@ -82,6 +103,18 @@ export interface TtsSocketState {
   principal?: Principal;
   /** The native rules refuse the format (the 22.05 kHz family): reported after the upgrade. */
   formatError?: unknown;
+  /** `inactivity_timeout`, seconds. */
+  inactivityTimeoutS: number;
+}
+
+/** Reads `inactivity_timeout` (absent or empty: the default). */
+export function inactivityTimeoutS(value: string | null): number {
+  if (value === null || value === '') return INACTIVITY_TIMEOUT_S.default;
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(n >= INACTIVITY_TIMEOUT_S.min && n <= INACTIVITY_TIMEOUT_S.max)) {
+    throw new ElevenLabsError('invalid_request', `inactivity_timeout must be an integer number of seconds from ${INACTIVITY_TIMEOUT_S.min} to ${INACTIVITY_TIMEOUT_S.max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
 }
 
 /** Handshake checks shared by both synthesis sockets. */
@@ -91,13 +124,18 @@ export async function acceptTtsSocket(r: UpgradeRequest, deps: TtsSocketDeps): P
   const modelId = r.query.get('model_id') ?? undefined;
   speechModelFor(modelId);
   nativeParams(r.headers);
-  const state: TtsSocketState = { voiceId: r.params[0] ?? 'default', format, outputFormat, modelId, syncAlignment: truthy(r.query.get('sync_alignment') ?? undefined), headers: r.headers };
+  const inactivity = inactivityTimeoutS(r.query.get('inactivity_timeout'));
+  const state: TtsSocketState = {
+    voiceId: r.params[0] ?? 'default', format, outputFormat, modelId, syncAlignment: truthy(r.query.get('sync_alignment') ?? undefined), headers: r.headers, inactivityTimeoutS: inactivity,
+  };
   try {
     checkFormat(format.format, format.sampleRateHz, format.mp3BitrateKbps);
   } catch (err) {
     state.formatError = err;
   }
-  if (r.headers['xi-api-key'] || r.headers['authorization']) state.principal = await authenticateKey(r.headers, deps.authenticate);
+  if (r.query.get('token') !== null || r.headers['xi-api-key'] || r.headers['authorization']) {
+    state.principal = await authenticateKeyOrToken(r, 'tts_websocket', deps);
+  }
   return state;
 }
 
@@ -196,6 +234,16 @@ export class StreamInputSession implements SocketSession {
     this.settle('cancelled');
   }
 
+  onExpire(): void {
+    this.socket.send(lifetimeFrame());
+    this.close(LIFETIME_CLOSE.code, LIFETIME_CLOSE.reason);
+  }
+
+  onInactive(): void {
+    if (this.ending) return; // finishing: the close follows the last audio
+    this.close(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+  }
+
   private async handle(text: string): Promise<void> {
     if (this.socket.closed || this.ending) return;
     const msg = readMessage(text);
@@ -266,6 +314,8 @@ export class StreamInputSession implements SocketSession {
 export function mountStreamInput(http: HttpApp, deps: TtsSocketDeps): void {
   mountJsonSocket<TtsSocketState>(http, `${ELEVENLABS_BASE}/v1/text-to-speech/:voice_id/stream-input`, 1, {
     log: deps.log,
+    lifetimeMs: deps.timers?.lifetimeMs,
+    inactivityMs: (state) => state.inactivityTimeoutS * (deps.timers?.secondMs ?? 1000),
     accept: (r) => acceptTtsSocket(r, deps),
     open: (socket, state, requestId) => new StreamInputSession(deps, socket, state, requestId),
   });
