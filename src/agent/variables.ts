@@ -44,16 +44,38 @@ export function splitSecretVariables(dynamic: Readonly<Record<string, VariableVa
   return { plain, secret };
 }
 
+/** Formatters per time zone are costly to build (~0.1 ms each); at most this many zones are kept per kind. */
+const FORMATTER_CACHE_MAX = 256;
+
+/** A bounded (least recently used) cache of one kind of formatter, keyed by time zone. */
+function formatterCache(make: (timeZone: string) => Intl.DateTimeFormat): (timeZone: string) => Intl.DateTimeFormat {
+  const cache = new Map<string, Intl.DateTimeFormat>();
+  return (timeZone) => {
+    let f = cache.get(timeZone);
+    if (f) {
+      cache.delete(timeZone); // refreshed: moves to the newest end
+    } else {
+      f = make(timeZone); // an invalid zone throws here and is not cached
+      if (cache.size >= FORMATTER_CACHE_MAX) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(timeZone, f);
+    return f;
+  };
+}
+
+const dateFormat = formatterCache((timeZone) => new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }));
+const timeFormat = formatterCache((timeZone) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }));
+
 /** `YYYY-MM-DD` of `at` in `timeZone`. */
 export function localDate(at: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(at);
+  const parts = dateFormat(timeZone).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)!.value;
   return `${get('year')}-${get('month')}-${get('day')}`;
 }
 
 /** `HH:MM` (24 h) of `at` in `timeZone`. */
 export function localTime(at: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(at);
+  const parts = timeFormat(timeZone).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)!.value;
   return `${get('hour')}:${get('minute')}`;
 }

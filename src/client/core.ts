@@ -3,7 +3,7 @@
  * wire protocol's messages (GAPS.md §5, as the websocket transport frames them: an object
  * with `topic`) to conversation events, and the end of the conversation.
  */
-import type { AgentState, Conversation, ConversationEvents, EndInfo, StartOptions, Transcript } from './types.ts';
+import type { AgentState, ClientToolCall, Conversation, ConversationEvents, EndInfo, StartOptions, Transcript } from './types.ts';
 
 export interface Core {
   readonly state: AgentState;
@@ -19,6 +19,10 @@ export interface Core {
   finish(reason: string): void;
   /** Called at the end (the microphone's stop). */
   onFinish(fn: () => void): void;
+  /** How many listeners an event has. */
+  listenerCount(event: keyof ConversationEvents): number;
+  /** Runs after each `clientToolCall` event (the automatic answers; set by `conversationOf`). */
+  onClientToolCall: ((call: ClientToolCall) => void) | null;
 }
 
 export function createCore(options: StartOptions): Core {
@@ -51,7 +55,7 @@ export function createCore(options: StartOptions): Core {
     emit('ended', e);
     settleEnded(e);
   };
-  return {
+  const core: Core = {
     get state() {
       return state;
     },
@@ -77,7 +81,12 @@ export function createCore(options: StartOptions): Core {
         if (m.type === 'tool.started') emit('toolCallStarted', { ...tool, input: m.input as string, ...(m.inputTruncated ? { inputTruncated: true } : {}) });
         else if (m.type === 'tool.completed') emit('toolCallCompleted', { ...tool, output: m.output as string, ...(m.outputTruncated ? { outputTruncated: true } : {}) });
         else if (m.type === 'tool.failed') emit('toolCallFailed', { ...tool, error: m.error as string });
-        else if (m.type === 'error') emit('error', { code: String(m.code) });
+        else if (m.type === 'client_tool.call') {
+          const params = m.params && typeof m.params === 'object' && !Array.isArray(m.params) ? (m.params as Record<string, unknown>) : {};
+          const call: ClientToolCall = { callId: String(m.callId), toolName: String(m.toolName), params, expectsResponse: m.expectsResponse !== false };
+          emit('clientToolCall', call);
+          core.onClientToolCall?.(call);
+        } else if (m.type === 'error') emit('error', { code: String(m.code) });
         else if (m.type === 'session.ended') finish(String(m.reason));
       } else if (m.topic === 'session' && m.type === 'session.ended') {
         finish(String(m.reason));
@@ -92,7 +101,10 @@ export function createCore(options: StartOptions): Core {
       if (finished) fn();
       else finishers.push(fn);
     },
+    listenerCount: (event) => listeners.get(event)?.size ?? 0,
+    onClientToolCall: null,
   };
+  return core;
 }
 
 /** What a transport provides to the conversation object. */
@@ -106,8 +118,42 @@ export interface TransportIo {
   hangup(): Promise<EndInfo>;
 }
 
+/**
+ * Answers client tool calls with `options.clientTools` (see StartOptions): the handler's
+ * value as the result, its error as an error result; a call nobody takes gets an error
+ * result. A result that cannot be sent (disconnected, ended) is dropped: the platform then
+ * times the call out.
+ */
+function answerClientTools(core: Core, send: (callId: string, result: unknown, isError: boolean) => void, tools: StartOptions['clientTools']): void {
+  core.onClientToolCall = (call) => {
+    const handler = tools && Object.hasOwn(tools, call.toolName) ? tools[call.toolName] : undefined;
+    if (!handler) {
+      if (call.expectsResponse && core.listenerCount('clientToolCall') === 0) send(call.callId, `Client tool ${call.toolName} is not defined on the client`, true);
+      return;
+    }
+    void (async () => {
+      try {
+        const result = await handler(call.params, call);
+        if (call.expectsResponse) send(call.callId, result === undefined ? null : result, false);
+      } catch (err) {
+        if (call.expectsResponse) send(call.callId, err instanceof Error ? err.message : String(err), true);
+      }
+    })();
+  };
+}
+
 /** The public conversation object over a core and a transport. */
-export function conversationOf(core: Core, io: TransportIo): Conversation {
+export function conversationOf(core: Core, io: TransportIo, options: StartOptions = {}): Conversation {
+  const sendResult = (callId: string, result: unknown, isError: boolean) =>
+    io.send({ type: 'client_tool.result', callId, ...(result !== undefined ? { result } : {}), ...(isError ? { isError: true } : {}) });
+  answerClientTools(core, (callId, result, isError) => {
+    if (core.finished) return;
+    try {
+      sendResult(callId, result, isError);
+    } catch {
+      // not connected: dropped (the platform times the call out)
+    }
+  }, options.clientTools);
   return {
     get sessionId() {
       return io.sessionId();
@@ -129,6 +175,9 @@ export function conversationOf(core: Core, io: TransportIo): Conversation {
     sendAudio(pcm) {
       if (core.finished) return;
       io.sendAudio(pcm instanceof Int16Array ? pcm : new Int16Array(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + (pcm.byteLength & ~1))));
+    },
+    sendClientToolResult(callId, result, o = {}) {
+      sendResult(callId, result, o.isError === true);
     },
     hangup: () => (core.finished ? core.ended : io.hangup()),
   };

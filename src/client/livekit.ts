@@ -122,7 +122,7 @@ export async function startLivekit(session: SessionResponse, options: StartOptio
       core.onFinish(() => clearTimeout(timer));
       return core.ended;
     },
-  });
+  }, options);
   if (options.microphone) {
     const stop = await options.microphone.start((pcm) => convo.sendAudio(pcm));
     core.onFinish(stop);

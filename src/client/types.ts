@@ -64,7 +64,27 @@ export interface StartOptions {
    * `unsupported_transport`.
    */
   livekit?: { roomFactory?: LivekitRoomFactory };
+  /**
+   * Client tools answered automatically, by tool name: the handler gets the call's
+   * parameters; what it returns (or resolves to) is sent back as the result, a throw (or
+   * rejection) as an error result carrying its message. Calls with `expectsResponse: false`
+   * run the handler and send nothing. A call no handler and no `clientToolCall` listener
+   * takes is answered with an error result, so the agent does not wait for its timeout.
+   */
+  clientTools?: Record<string, ClientToolHandler>;
 }
+
+/** A client tool the agent calls (agent-event `client_tool.call`). */
+export interface ClientToolCall {
+  callId: string;
+  toolName: string;
+  params: Record<string, unknown>;
+  /** When false the call is fire-and-forget: no result is expected. */
+  expectsResponse: boolean;
+}
+
+/** Answers one client tool call; the return value is the result (any JSON value). */
+export type ClientToolHandler = (params: Record<string, unknown>, call: ClientToolCall) => unknown;
 
 export interface Transcript {
   role: 'user' | 'agent';
@@ -95,6 +115,8 @@ export interface ConversationEvents {
   toolCallStarted: ToolCallEvent;
   toolCallCompleted: ToolCallEvent;
   toolCallFailed: ToolCallEvent;
+  /** The agent calls a client tool; answer with `sendClientToolResult` (or use `clientTools`). */
+  clientToolCall: ClientToolCall;
   error: { code: string; message?: string };
   audio: Int16Array;
   reconnecting: { attempt: number };
@@ -116,6 +138,12 @@ export interface Conversation {
   interrupt(): void;
   /** Caller audio: 16 kHz mono 16-bit PCM (Int16Array or its little-endian bytes). */
   sendAudio(pcm: Int16Array | Uint8Array): void;
+  /**
+   * Answers a client tool call: `result` is any JSON value; `{ isError: true }` reports a
+   * failure (with `result` as its detail, if given). Unknown or already answered ids are
+   * ignored by the platform.
+   */
+  sendClientToolResult(callId: string, result: unknown, options?: { isError?: boolean }): void;
   /** Ends the conversation gracefully. */
   hangup(): Promise<EndInfo>;
 }

@@ -1,8 +1,17 @@
 /**
- * One connection to one inference backend: a grpc-js channel with keepalive and
- * reconnect backoff, a concurrency limit, a fast readiness check (a backend that is down
- * gives 503 within `connectTimeoutMs`, never a hang), metadata, deadlines, AbortSignal
- * cancellation and the error mapping. Calls are async iterators or promises.
+ * The connections to one inference backend: a small pool of grpc-js channels (each its own
+ * HTTP/2 connection) with keepalive and reconnect backoff, a concurrency limit, a fast
+ * readiness check (a backend that is down gives 503 within `connectTimeoutMs`, never a
+ * hang), metadata, deadlines, AbortSignal cancellation within each connection's stream-reset
+ * budget, and the error mapping. Calls are async iterators or promises.
+ *
+ * Why a reset budget: the backend's HTTP/2 server (Node's nghttp2 since the "rapid reset"
+ * fix, CVE-2023-44487) closes a connection that receives more than ~1,000 RST_STREAM frames
+ * in a burst (then ~33 a second), failing every stream on it. A cancellation is one
+ * RST_STREAM, so each connection spends at most `resetBurst` of them at once and
+ * `resetRatePerS` after that; cancellations beyond it are deferred (the caller is released
+ * at once; the stream is half-closed and drained so it usually ends by itself, and is reset
+ * when the budget allows). See docs/inference.md, "Cancellation bursts".
  */
 import * as grpc from '@grpc/grpc-js';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
@@ -57,6 +66,11 @@ export interface BackendOptions {
   /** Reconnect backoff bounds (defaults 100 ms and 2 s). */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
+  /** HTTP/2 connections to the backend (default 4); each call takes the least loaded one. */
+  channels?: number;
+  /** Stream resets (cancellations) a connection sends at once (default 900) and per second after that (default 30). */
+  resetBurst?: number;
+  resetRatePerS?: number;
 }
 
 export type SynthesizeInput = MessageInitShape<typeof SynthesizeRequestSchema>;
@@ -98,11 +112,72 @@ export interface BackendHealth {
 
 const abortReason = (signal: AbortSignal) => signal.reason ?? Object.assign(new Error('aborted'), { name: 'AbortError' });
 
+/** A token bucket: `burst` tokens, refilled at `ratePerS`. */
+export class ResetBudget {
+  private tokens: number;
+  private last = Date.now();
+  constructor(
+    private readonly burst: number,
+    private readonly ratePerS: number,
+  ) {
+    this.tokens = burst;
+  }
+
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.ratePerS) / 1000);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+type AnyCall = grpc.ClientReadableStream<unknown> | grpc.ClientDuplexStream<unknown, unknown> | grpc.ClientWritableStream<unknown>;
+
+/** One HTTP/2 connection of the pool. */
+interface Conn {
+  client: InferenceGrpcClient;
+  /** Streams open on it (until their status arrives). */
+  calls: number;
+  budget: ResetBudget;
+  /** Abandoned streams waiting for reset budget. */
+  deferred: Set<{ call: AnyCall; done: () => boolean }>;
+  timer: NodeJS.Timeout | null;
+}
+
+/** A call in flight: its connection, the slot, and whether it has ended. */
+interface Tracked {
+  conn: Conn;
+  call: AnyCall;
+  /** True once the caller abandoned it (cancel, abort, leaving the loop). */
+  abandoned: () => boolean;
+  /** Gives the slot back and stops the call (within the connection's reset budget). */
+  abandon: () => void;
+  /** Received messages not yet read (readable calls). */
+  inbox: Inbox;
+  take: () => unknown;
+}
+
+interface Inbox {
+  queue: unknown[];
+  ended: boolean;
+  failure: unknown;
+  wake: (() => void) | null;
+}
+
+const noop = () => {};
+/** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
+const cancelledError = () => fromGrpcError(Object.assign(new Error('Call cancelled'), { code: grpc.status.CANCELLED, details: 'Call cancelled', metadata: new grpc.Metadata() }));
+
 export class Backend {
+  /** The first connection's raw client (the others are in the pool). */
   readonly client: InferenceGrpcClient;
+  private readonly conns: Conn[];
   private readonly limiter: Limiter;
   private readonly o: Required<BackendOptions>;
   private closed = false;
+  private nextConn = 0;
 
   constructor(
     readonly address: string,
@@ -118,26 +193,45 @@ export class Backend {
       keepaliveTimeoutMs: 10_000,
       initialBackoffMs: 100,
       maxBackoffMs: 2000,
+      channels: 4,
+      resetBurst: 900,
+      resetRatePerS: 30,
       ...options,
     };
     this.limiter = new Limiter(this.o.maxConcurrentCalls, this.o.queueTimeoutMs);
-    this.client = createGrpcClient(address, grpc.credentials.createInsecure(), {
-      'grpc.keepalive_time_ms': this.o.keepaliveMs,
-      'grpc.keepalive_timeout_ms': this.o.keepaliveTimeoutMs,
-      'grpc.keepalive_permit_without_calls': 1,
-      'grpc.initial_reconnect_backoff_ms': this.o.initialBackoffMs,
-      'grpc.max_reconnect_backoff_ms': this.o.maxBackoffMs,
-      'grpc.min_reconnect_backoff_ms': this.o.initialBackoffMs,
-      'grpc.max_receive_message_length': 64 * 1024 * 1024,
-      'grpc.max_send_message_length': 64 * 1024 * 1024,
-      'grpc.enable_retries': 0,
-      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-    });
+    this.conns = Array.from({ length: Math.max(1, Math.floor(this.o.channels)) }, () => ({
+      client: createGrpcClient(address, grpc.credentials.createInsecure(), {
+        'grpc.keepalive_time_ms': this.o.keepaliveMs,
+        'grpc.keepalive_timeout_ms': this.o.keepaliveTimeoutMs,
+        'grpc.keepalive_permit_without_calls': 1,
+        'grpc.initial_reconnect_backoff_ms': this.o.initialBackoffMs,
+        'grpc.max_reconnect_backoff_ms': this.o.maxBackoffMs,
+        'grpc.min_reconnect_backoff_ms': this.o.initialBackoffMs,
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+        'grpc.max_send_message_length': 64 * 1024 * 1024,
+        // Each channel gets its own connection (grpc-js shares one between equal channels otherwise).
+        'grpc.use_local_subchannel_pool': 1,
+        // Transparent retries only (no retry policy): a call the backend refused or that never
+        // left the client (e.g. sent as a connection closes) is started again by grpc-js.
+        'grpc.enable_retries': 1,
+        'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+      }),
+      calls: 0,
+      budget: new ResetBudget(this.o.resetBurst, this.o.resetRatePerS),
+      deferred: new Set(),
+      timer: null,
+    }));
+    this.client = this.conns[0].client;
   }
 
   /** Calls in flight through this client. */
   get inFlight(): number {
     return this.limiter.inUse;
+  }
+
+  /** Streams still open on the wire, per connection (abandoned ones included until they end). */
+  get openStreams(): number[] {
+    return this.conns.map((c) => c.calls);
   }
 
   private metadata(o: CallOptions): grpc.Metadata {
@@ -153,15 +247,37 @@ export class Backend {
     return t ? { deadline: Date.now() + t } : {};
   }
 
-  /** Resolves when the channel is connected; 503 after connectTimeoutMs. */
-  private async ready(signal?: AbortSignal): Promise<void> {
+  /**
+   * The least loaded connection that is not failing (ties: connected first, then round
+   * robin). Idle connections of the pool are asked to connect, so all of them get used.
+   */
+  private pick(): Conn {
+    let best: Conn | null = null;
+    let bestRank = 0;
+    const n = this.conns.length;
+    const from = this.nextConn++ % n;
+    for (let i = 0; i < n; i++) {
+      const c = this.conns[(from + i) % n];
+      const state = c.client.getChannel().getConnectivityState(true);
+      const failing = state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.SHUTDOWN;
+      // Lower is better: failing connections last, then by load, connected ones first on ties.
+      const rank = (failing ? 1e9 : 0) + c.calls * 2 + (state === grpc.connectivityState.READY ? 0 : 1);
+      if (!best || rank < bestRank) {
+        best = c;
+        bestRank = rank;
+      }
+    }
+    return best!;
+  }
+
+  /** Resolves when the connection is up; 503 after connectTimeoutMs. */
+  private async ready(conn: Conn, signal?: AbortSignal): Promise<void> {
     if (this.closed) throw new ServiceError('unavailable', 'Inference client closed');
-    const ch = this.client.getChannel();
-    if (ch.getConnectivityState(true) === grpc.connectivityState.READY) return;
+    if (conn.client.getChannel().getConnectivityState(true) === grpc.connectivityState.READY) return;
     await new Promise<void>((resolve, reject) => {
       const onAbort = () => reject(abortReason(signal!));
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.client.waitForReady(Date.now() + this.o.connectTimeoutMs, (err) => {
+      conn.client.waitForReady(Date.now() + this.o.connectTimeoutMs, (err) => {
         signal?.removeEventListener('abort', onAbort);
         if (err) reject(new ServiceError('unavailable', 'Inference backend unavailable', { cause: err }));
         else resolve();
@@ -169,16 +285,113 @@ export class Backend {
     });
   }
 
-  /** Slot + readiness; the returned release must be called when the call ends. */
-  private async begin(o: CallOptions): Promise<() => void> {
+  /** Slot + a ready connection; the returned release must be called when the call ends. */
+  private async begin(o: CallOptions): Promise<{ conn: Conn; release: () => void }> {
     o.signal?.throwIfAborted();
     const release = await this.limiter.acquire(o.signal);
     try {
-      await this.ready(o.signal);
-      return release;
+      const conn = this.pick();
+      await this.ready(conn, o.signal);
+      return { conn, release };
     } catch (err) {
       release();
       throw err;
+    }
+  }
+
+  /**
+   * Follows a started call: the slot is given back when its status arrives (whether or not
+   * anyone reads it), when the signal aborts, or when the caller abandons it. Messages of a
+   * readable call are queued from the start (up to 16, then the stream pauses) for `read()`.
+   */
+  private track(conn: Conn, call: AnyCall, release: () => void, signal?: AbortSignal): Tracked {
+    let ended = false;
+    let abandoned = false;
+    const inbox: Inbox = { queue: [], ended: false, failure: null, wake: null };
+    const notify = () => {
+      const w = inbox.wake;
+      inbox.wake = null;
+      w?.();
+    };
+    conn.calls++;
+    const onAbort = () => abandon();
+    const finish = () => {
+      if (ended) return;
+      ended = true;
+      conn.calls--;
+      signal?.removeEventListener('abort', onAbort);
+      release();
+    };
+    call.on('status', finish);
+    call.on('error', (err: unknown) => {
+      inbox.failure = err;
+      inbox.ended = true;
+      notify();
+    });
+    const readable = 'resume' in call ? (call as grpc.ClientReadableStream<unknown>) : null;
+    if (readable) {
+      readable.on('data', (m: unknown) => {
+        if (abandoned) return; // drained, dropped
+        inbox.queue.push(m);
+        if (inbox.queue.length >= 16) readable.pause();
+        notify();
+      });
+      readable.on('end', () => {
+        inbox.ended = true;
+        notify();
+      });
+    }
+    const abandon = () => {
+      if (abandoned) return;
+      abandoned = true;
+      signal?.removeEventListener('abort', onAbort);
+      release();
+      inbox.queue.length = 0;
+      readable?.resume();
+      notify();
+      if (!ended) this.stop(conn, call, () => ended);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      conn,
+      call,
+      abandoned: () => abandoned,
+      abandon,
+      take: () => {
+        const m = inbox.queue.shift();
+        if (readable?.isPaused() && inbox.queue.length < 8 && !abandoned) readable.resume();
+        return m;
+      },
+      inbox,
+    };
+  }
+
+  /** Cancels a call now if the connection's reset budget allows, else defers the reset. */
+  private stop(conn: Conn, call: AnyCall, ended: () => boolean): void {
+    if (this.closed || conn.budget.take()) {
+      call.cancel();
+      return;
+    }
+    // Over budget: half-close (the readable side is already drained), so the backend usually
+    // ends the call by itself; reset it when the budget allows.
+    if ('end' in call && 'writableEnded' in call && !call.writableEnded && !call.destroyed) call.end();
+    conn.deferred.add({ call, done: ended });
+    conn.timer ??= setInterval(() => this.drainDeferred(conn), 100).unref();
+  }
+
+  private drainDeferred(conn: Conn): void {
+    for (const d of conn.deferred) {
+      if (d.done()) {
+        conn.deferred.delete(d);
+        continue;
+      }
+      if (!this.closed && !conn.budget.take()) break;
+      conn.deferred.delete(d);
+      d.call.cancel();
+    }
+    if (conn.deferred.size === 0 && conn.timer) {
+      clearInterval(conn.timer);
+      conn.timer = null;
     }
   }
 
@@ -190,117 +403,113 @@ export class Backend {
   }
 
   /** Reads a server stream as an async iterator; leaving the loop early cancels the call. */
-  private async *read<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDuplexStream<unknown, T>, o: CallOptions, release: () => void): AsyncGenerator<T> {
-    // The slot is given back as soon as the call ends (status received or aborted), even
-    // when the caller stops iterating without finishing the loop.
-    call.on('status', release);
-    const onAbort = () => {
-      call.cancel();
-      release();
-    };
-    o.signal?.addEventListener('abort', onAbort, { once: true });
+  private async *read<T>(t: Tracked, o: CallOptions): AsyncGenerator<T> {
     let finished = false;
     try {
-      for await (const msg of call as AsyncIterable<T>) {
-        // Messages already buffered when the caller aborted are dropped.
+      for (;;) {
+        // Messages already buffered when the caller aborted or cancelled are dropped.
         if (o.signal?.aborted) throw abortReason(o.signal);
-        yield msg;
+        if (t.abandoned()) throw cancelledError();
+        if (t.inbox.queue.length) {
+          yield t.take() as T;
+          continue;
+        }
+        if (t.inbox.failure) throw t.inbox.failure;
+        if (t.inbox.ended) break;
+        await new Promise<void>((resolve) => (t.inbox.wake = resolve));
       }
       finished = true;
     } catch (err) {
       finished = true;
       throw this.mapError(err, o.signal);
     } finally {
-      o.signal?.removeEventListener('abort', onAbort);
-      if (!finished) call.cancel();
-      release();
+      if (!finished) t.abandon();
     }
   }
 
   /** Synthesize: one request, audio chunks until the one marked `final`. */
   async *synthesize(req: SynthesizeInput, o: CallOptions = {}): AsyncGenerator<AudioChunk> {
-    const release = await this.begin(o);
-    const call = this.client.synthesize(create(SynthesizeRequestSchema, req), this.metadata(o), this.callOptions(o));
-    yield* this.read(call, o, release);
+    const { conn, release } = await this.begin(o);
+    const call = conn.client.synthesize(create(SynthesizeRequestSchema, req), this.metadata(o), this.callOptions(o));
+    yield* this.read<AudioChunk>(this.track(conn, call, release, o.signal), o);
   }
 
   /** Generate: text deltas, tool calls, then one finish event. */
   async *generate(req: GenerateInput, o: CallOptions = {}): AsyncGenerator<GenerateResponse> {
-    const release = await this.begin(o);
-    const call = this.client.generate(create(GenerateRequestSchema, req), this.metadata(o), this.callOptions(o));
-    yield* this.read(call, o, release);
+    const { conn, release } = await this.begin(o);
+    const call = conn.client.generate(create(GenerateRequestSchema, req), this.metadata(o), this.callOptions(o));
+    yield* this.read<GenerateResponse>(this.track(conn, call, release, o.signal), o);
   }
 
   /** SynthesizeStream: sends `config` first; text and flushes go in through the session. */
   async synthesizeStream(config: SynthesizeInput, o: CallOptions = {}): Promise<SynthesisSession> {
-    const release = await this.begin(o);
-    const call = this.client.synthesizeStream(this.metadata(o), this.callOptions(o));
-    call.on('error', () => {}); // surfaced by the iterator
+    const { conn, release } = await this.begin(o);
+    const call = conn.client.synthesizeStream(this.metadata(o), this.callOptions(o));
+    const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
     const write = (m: MessageInitShape<typeof SynthesizeStreamRequestSchema>) => {
-      if (!call.writableEnded && !call.destroyed) call.write(create(SynthesizeStreamRequestSchema, m));
+      if (!t.abandoned() && !call.writableEnded && !call.destroyed) call.write(create(SynthesizeStreamRequestSchema, m));
     };
     write({ event: { case: 'config', value: config } });
-    const iter = this.read(call, o, release);
+    const iter = this.read<SynthesizeStreamResponse>(t, o);
     return {
       send: (text) => write({ event: { case: 'text', value: text } }),
       flush: (id = 0) => write({ event: { case: 'flush', value: { id: BigInt(id) } } }),
       end: () => { if (!call.writableEnded) call.end(); },
-      cancel: () => call.cancel(),
+      cancel: t.abandon,
       [Symbol.asyncIterator]: () => iter,
     };
   }
 
   /** TranscribeStream: sends `config` first; audio frames and commits go in through the session. */
   async transcribeStream(config: TranscribeConfigInput, o: CallOptions = {}): Promise<TranscriptionSession> {
-    const release = await this.begin(o);
-    const call = this.client.transcribeStream(this.metadata(o), this.callOptions(o));
-    call.on('error', () => {});
+    const { conn, release } = await this.begin(o);
+    const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
+    const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
     const write = (m: MessageInitShape<typeof TranscribeStreamRequestSchema>) => {
-      if (!call.writableEnded && !call.destroyed) call.write(create(TranscribeStreamRequestSchema, m));
+      if (!t.abandoned() && !call.writableEnded && !call.destroyed) call.write(create(TranscribeStreamRequestSchema, m));
     };
     write({ event: { case: 'config', value: config } });
-    const iter = this.read(call, o, release);
+    const iter = this.read<TranscribeStreamResponse>(t, o);
     return {
       sendAudio: (pcm) => write({ event: { case: 'audio', value: pcm } }),
       commit: () => write({ event: { case: 'commit', value: {} } }),
       end: () => { if (!call.writableEnded) call.end(); },
-      cancel: () => call.cancel(),
+      cancel: t.abandon,
       [Symbol.asyncIterator]: () => iter,
     };
   }
 
   /** Transcribe: the whole recording (bytes) or a stream of byte pieces. */
   async transcribe(config: TranscribeConfigInput, audio: Uint8Array | AsyncIterable<Uint8Array>, o: CallOptions = {}): Promise<TranscribeResponse> {
-    const release = await this.begin(o);
-    try {
-      return await new Promise<TranscribeResponse>((resolve, reject) => {
-        const call = this.client.transcribe(this.metadata(o), this.callOptions(o, this.o.transcribeTimeoutMs), (err, res) => {
-          o.signal?.removeEventListener('abort', onAbort);
-          if (err) reject(this.mapError(err, o.signal));
-          else resolve(res!);
-        });
-        const onAbort = () => call.cancel();
-        o.signal?.addEventListener('abort', onAbort, { once: true });
-        call.on('error', () => {});
-        if (audio instanceof Uint8Array) {
-          call.write(create(TranscribeRequestSchema, { config, audio }));
-          call.end();
-        } else {
-          (async () => {
-            call.write(create(TranscribeRequestSchema, { config }));
-            for await (const piece of audio) {
-              if (!call.write(create(TranscribeRequestSchema, { audio: piece }))) await new Promise((r) => call.once('drain', r));
-            }
-            call.end();
-          })().catch((err) => { call.cancel(); reject(err); });
-        }
+    const { conn, release } = await this.begin(o);
+    return new Promise<TranscribeResponse>((resolve, reject) => {
+      let t: Tracked | null = null;
+      const onAbort = () => reject(abortReason(o.signal!));
+      const call = conn.client.transcribe(this.metadata(o), this.callOptions(o, this.o.transcribeTimeoutMs), (err, res) => {
+        o.signal?.removeEventListener('abort', onAbort);
+        if (err) reject(this.mapError(err, o.signal));
+        else resolve(res!);
       });
-    } finally {
-      release();
-    }
+      t = this.track(conn, call as unknown as AnyCall, release, o.signal);
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      if (audio instanceof Uint8Array) {
+        call.write(create(TranscribeRequestSchema, { config, audio }));
+        call.end();
+      } else {
+        (async () => {
+          call.write(create(TranscribeRequestSchema, { config }));
+          for await (const piece of audio) {
+            if (t.abandoned()) return;
+            if (!call.write(create(TranscribeRequestSchema, { audio: piece }))) await new Promise((r) => call.once('drain', r));
+          }
+          if (!t.abandoned()) call.end();
+        })().catch((err) => { t!.abandon(); reject(err); });
+      }
+    });
   }
 
   private unary<R>(method: 'capabilities' | 'health', o: CallOptions): Promise<R> {
+    const conn = this.conns[0];
     return new Promise<R>((resolve, reject) => {
       const cb = (err: grpc.ServiceError | null, res?: unknown) => {
         o.signal?.removeEventListener('abort', onAbort);
@@ -308,8 +517,8 @@ export class Backend {
         else resolve(res as R);
       };
       const call = method === 'health'
-        ? this.client.health(create(HealthRequestSchema), this.metadata(o), this.callOptions(o, this.o.unaryTimeoutMs), cb)
-        : this.client.capabilities(create(CapabilitiesRequestSchema), this.metadata(o), this.callOptions(o, this.o.unaryTimeoutMs), cb);
+        ? conn.client.health(create(HealthRequestSchema), this.metadata(o), this.callOptions(o, this.o.unaryTimeoutMs), cb)
+        : conn.client.capabilities(create(CapabilitiesRequestSchema), this.metadata(o), this.callOptions(o, this.o.unaryTimeoutMs), cb);
       const onAbort = () => call.cancel();
       o.signal?.addEventListener('abort', onAbort, { once: true });
     });
@@ -317,13 +526,13 @@ export class Backend {
 
   /** What the backend serves. */
   async capabilities(o: CallOptions = {}): Promise<CapabilitiesResponse> {
-    await this.ready(o.signal);
+    await this.ready(this.conns[0], o.signal);
     return this.unary('capabilities', o);
   }
 
   /** The backend's Health answer, or a 503 when it does not answer in time. */
   async health(o: CallOptions = {}): Promise<HealthResponse> {
-    await this.ready(o.signal);
+    await this.ready(this.conns[0], o.signal);
     return this.unary('health', { timeoutMs: 2000, ...o });
   }
 
@@ -339,7 +548,10 @@ export class Backend {
 
   close(): void {
     this.closed = true;
-    this.client.close();
+    for (const c of this.conns) {
+      this.drainDeferred(c); // closing: what waits for budget is reset now
+      c.client.close();
+    }
   }
 }
 
