@@ -7,6 +7,7 @@
  * - `multipart/form-data` or `application/msgpack`; anything else, JSON included → bare 415;
  * - explicit nulls count as absent and unknown fields are ignored (as on `/v1/tts`);
  * - audio ≤ 20 MiB (413), decodable (400), 1 s to 60 min long (400); no credit → 402;
+ *   over the team's speech concurrency cap → 429 (`concurrency.ts`);
  * - usage (`asr_seconds`, the decoded duration) is recorded after each transcription;
  * - the audio is decoded here and sent to the backend as 16 kHz mono PCM.
  */
@@ -66,6 +67,8 @@ export class AsrService {
       log: Logger;
       /** Refuses a team without credit (402) before any work; none: no check. */
       credit?: { ensure(teamId: string): Promise<void> };
+      /** The per-team concurrency cap (429 over it), held for the whole transcription; none: no cap. */
+      concurrency?: { acquire(teamId: string, signal?: AbortSignal): Promise<{ release(): void }> };
       onTranscribed?: TranscriptionHook;
       /** Request spans (a valid traceparent continues the caller's trace). */
       tracing?: Tracing;
@@ -91,6 +94,15 @@ export class AsrService {
 
   private async transcribeTraced(teamId: string, audio: Uint8Array, o: TranscribeOptions, request: RequestSpan | undefined): Promise<Transcript> {
     await this.opts.credit?.ensure(teamId);
+    const slot = await this.opts.concurrency?.acquire(teamId, o.signal);
+    try {
+      return await this.transcribeHeld(teamId, audio, o, request);
+    } finally {
+      slot?.release();
+    }
+  }
+
+  private async transcribeHeld(teamId: string, audio: Uint8Array, o: TranscribeOptions, request: RequestSpan | undefined): Promise<Transcript> {
     if (audio.byteLength === 0) throw new ServiceError('bad_request', 'audio is empty');
     if (audio.byteLength > ASR_MAX_AUDIO_BYTES) throw new ServiceError('payload_too_large', `audio exceeds ${ASR_MAX_AUDIO_BYTES} bytes (20 MB)`);
     const decoded = await decodeAudio(audio);

@@ -3,7 +3,9 @@
  * WebSocket with binary MessagePack frames.
  *
  * - Upgrade: `Authorization: Bearer`, `model` (unknown/missing → s2.1-pro), `traceparent`.
- *   A missing or bad key is answered with HTTP 401 before the upgrade.
+ *   A missing or bad key is answered with HTTP 401 before the upgrade; past the team's speech
+ *   concurrency cap, HTTP 429 with `Retry-After` (`concurrency.ts`). The socket holds its slot
+ *   from the upgrade until it ends.
  * - Client frames: `start{request}` (first, once), `text{text}`, `flush`, `stop`; unknown
  *   events are ignored.
  * - Server frames: `audio{audio: bytes in the start format}` repeated, then
@@ -25,6 +27,7 @@ import { bearerToken, type HttpApp } from '../http/app.ts';
 import type { SynthesisSession } from '../inference/index.ts';
 import { countChars } from './request.ts';
 import { recordUsage } from './usage.ts';
+import type { SpeechSlot } from './concurrency.ts';
 import { join, SPEECH_AUTH_MESSAGES, type Prepared, type TtsService } from './tts.ts';
 import { randomUUID } from 'node:crypto';
 
@@ -38,6 +41,8 @@ const packr = new Packr({ useRecords: false });
 
 interface UserData {
   teamId: string;
+  /** The team's concurrency slot, taken at the upgrade and held until the socket ends. */
+  slot?: SpeechSlot;
   model: string | undefined;
   traceparent: string | undefined;
   requestId: string;
@@ -68,7 +73,7 @@ export class LiveSession {
   constructor(
     private readonly tts: TtsService,
     private readonly socket: LiveSocket,
-    private readonly caller: { teamId: string; requestId: string; traceparent?: string; model?: string },
+    private readonly caller: { teamId: string; requestId: string; traceparent?: string; model?: string; slot?: SpeechSlot },
   ) {}
 
   /** A client frame. */
@@ -118,6 +123,7 @@ export class LiveSession {
 
   /** The client went away: cancel the backend call. */
   onClose(): void {
+    this.caller.slot?.release();
     if (this.phase === 'closed') return;
     this.phase = 'closed';
     this.ac.abort(Object.assign(new Error('client closed'), { name: 'AbortError' }));
@@ -208,6 +214,7 @@ export class LiveSession {
   private finish(frame: Record<string, unknown>, code: number, reason: string): void {
     if (this.phase === 'closed') return;
     this.phase = 'closed';
+    this.caller.slot?.release();
     this.socket.send(packr.pack(frame));
     this.socket.end(code, reason);
     this.ac.abort(Object.assign(new Error('finished'), { name: 'AbortError' }));
@@ -250,17 +257,20 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
         });
       const token = bearerToken(authorization);
       if (!token) return refuse('401 Unauthorized', null, { 'WWW-Authenticate': 'Bearer' });
-      tts.deps.authenticate(token, SPEECH_AUTH_MESSAGES).then(
-        (principal) => {
-          if (aborted) return;
-          res.cork(() => res.upgrade<UserData>({ teamId: principal.teamId, model, traceparent, requestId }, key, protocol, extensions, context));
-        },
-        (err) => {
-          if (aborted) return;
-          const e = toServiceError(err);
-          refuse(e.status === 401 ? '401 Unauthorized' : '503 Service Unavailable', JSON.stringify({ status: e.status, message: e.message }));
-        },
-      );
+      // The key, then a concurrency slot of the team (429 with Retry-After before the upgrade
+      // past its cap); the slot stays with the socket until it ends.
+      (async () => {
+        const principal = await tts.deps.authenticate(token, SPEECH_AUTH_MESSAGES);
+        if (aborted) return;
+        const slot = await tts.deps.concurrency?.acquire(principal.teamId);
+        if (aborted) return slot?.release();
+        res.cork(() => res.upgrade<UserData>({ teamId: principal.teamId, model, traceparent, requestId, slot }, key, protocol, extensions, context));
+      })().catch((err) => {
+        if (aborted) return;
+        const e = toServiceError(err);
+        const status = e.status === 401 ? '401 Unauthorized' : e.status === 429 ? '429 Too Many Requests' : '503 Service Unavailable';
+        refuse(status, JSON.stringify({ status: e.status, message: e.message }), e.status === 429 ? { ...e.headers } : {});
+      });
     },
     open: (ws) => {
       const d = ws.getUserData();
@@ -279,7 +289,7 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
           ws.cork(() => ws.end(code, reason));
         },
       };
-      d.live = new LiveSession(tts, socket, { teamId: d.teamId, requestId: d.requestId, traceparent: d.traceparent, model: d.model });
+      d.live = new LiveSession(tts, socket, { teamId: d.teamId, requestId: d.requestId, traceparent: d.traceparent, model: d.model, slot: d.slot });
       (d as { markClosed?: () => void }).markClosed = () => (closed = true);
     },
     message: (ws, message, isBinary) => ws.getUserData().live?.onFrame(message, isBinary),

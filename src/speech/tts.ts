@@ -14,6 +14,7 @@ import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
 import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import { parseSynthesisRequest, toBackendRequest, type SynthesisRequest, type VoiceResolver } from './request.ts';
+import type { SpeechConcurrency, SpeechSlot } from './concurrency.ts';
 import { AlignmentTracker } from './tts-alignment.ts';
 import { CreditGate, recordUsage } from './usage.ts';
 
@@ -28,6 +29,8 @@ export interface TtsDeps {
   authenticate: Authenticate;
   /** Credit check before a call; default: a CreditGate on `sql`. */
   credit?: Pick<CreditGate, 'ensure'>;
+  /** The per-team concurrency cap (429 over it); none: no cap. */
+  concurrency?: Pick<SpeechConcurrency, 'acquire'>;
 }
 
 /** Where a synthesis is in flight and what the backend has produced (tests, /metrics). */
@@ -50,6 +53,8 @@ export interface Caller {
   requestId: string;
   traceparent?: string;
   signal: AbortSignal;
+  /** A concurrency slot the caller already holds (the live socket takes it at the upgrade); `prepare` then takes none. */
+  slot?: SpeechSlot;
 }
 
 /** A prepared call: validated request, backend request, request span. */
@@ -69,13 +74,32 @@ export class TtsService {
     this.credit = deps.credit ?? new CreditGate(deps.sql);
   }
 
-  /** Validates, checks credit and resolves voices. Errors here are plain JSON answers. */
+  /**
+   * Validates, checks credit, takes a concurrency slot and resolves voices. Errors here are
+   * plain JSON answers.
+   *
+   * The slot is held until the call is over: every user of a `Prepared` ends its `span`
+   * exactly once, when the call finished, failed or was cancelled, and ending it releases the
+   * slot; so does `caller.signal` (the client went away). One acquire here covers every
+   * synthesis surface: the native routes, the live socket and the compat families.
+   */
   async prepare(spanName: string, raw: unknown, modelHeader: string | undefined, caller: Caller, requireText = true): Promise<Prepared> {
-    const span = this.deps.tracing.startRequest(spanName, caller.traceparent);
+    const request = this.deps.tracing.startRequest(spanName, caller.traceparent);
+    let slot: SpeechSlot | undefined;
+    const span: RequestSpan = {
+      span: request.span,
+      traceId: request.traceId,
+      child: (name, attributes) => request.child(name, attributes),
+      end: (error) => {
+        slot?.release();
+        request.end(error);
+      },
+    };
     try {
       const req = parseSynthesisRequest(raw, modelHeader, { requireText });
-      span.span.setAttributes({ 'parley.model': req.model, 'parley.format': req.format, 'parley.characters': req.characters });
+      request.span.setAttributes({ 'parley.model': req.model, 'parley.format': req.format, 'parley.characters': req.characters });
       await this.credit.ensure(caller.teamId);
+      slot = caller.slot ?? (await this.deps.concurrency?.acquire(caller.teamId, caller.signal));
       const input = await toBackendRequest(req, caller.teamId, this.deps.resolveVoice);
       return { req, input, span };
     } catch (err) {

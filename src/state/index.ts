@@ -2,7 +2,7 @@ import { MemoryState } from './memory.ts';
 import { connectRedisState } from './redis.ts';
 import { DEFAULT_PREFIX, type SharedState, type SharedStateOptions } from './types.ts';
 
-export type { HitResult, MessageHandler, SharedState, SharedStateOptions, Unsubscribe } from './types.ts';
+export type { HitResult, MessageHandler, SharedState, SharedStateOptions, SlotResult, Unsubscribe } from './types.ts';
 export { DEFAULT_PREFIX } from './types.ts';
 
 /**

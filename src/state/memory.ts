@@ -3,9 +3,11 @@ import {
   type HitResult,
   type MessageHandler,
   type SharedState,
+  type SlotResult,
   type Unsubscribe,
   checkHit,
   checkIncrement,
+  checkSlotLimit,
   checkTtl,
   closedError,
   hitResult,
@@ -40,6 +42,8 @@ export class MemoryState implements SharedState {
   private readonly logger?: Logger;
   private readonly entries = new Map<string, Entry>();
   private readonly channels = new Map<string, Set<MessageHandler>>();
+  /** Semaphores: key → holder → lease end (instance clock). */
+  private readonly slots = new Map<string, Map<string, number>>();
   private sweeper?: NodeJS.Timeout;
   private closed = false;
 
@@ -114,6 +118,36 @@ export class MemoryState implements SharedState {
     return next;
   }
 
+  async acquireSlot(key: string, holder: string, limit: number, leaseMs: number): Promise<SlotResult> {
+    this.open();
+    checkSlotLimit(limit);
+    const lease = checkTtl(leaseMs);
+    const k = this.slotKey(key);
+    const holders = this.liveSlots(k);
+    if (!holders.has(holder) && holders.size >= limit) return { acquired: false, held: holders.size };
+    holders.set(holder, this.now() + lease);
+    this.slots.set(k, holders);
+    return { acquired: true, held: holders.size };
+  }
+
+  async renewSlot(key: string, holder: string, leaseMs: number): Promise<boolean> {
+    this.open();
+    const lease = checkTtl(leaseMs);
+    const holders = this.liveSlots(this.slotKey(key));
+    if (!holders.has(holder)) return false;
+    holders.set(holder, this.now() + lease);
+    return true;
+  }
+
+  async releaseSlot(key: string, holder: string): Promise<boolean> {
+    this.open();
+    const k = this.slotKey(key);
+    const holders = this.liveSlots(k);
+    const held = holders.delete(holder);
+    if (holders.size === 0) this.slots.delete(k);
+    return held;
+  }
+
   async publish(channel: string, message: string): Promise<void> {
     this.open();
     const handlers = this.channels.get(channel);
@@ -153,10 +187,23 @@ export class MemoryState implements SharedState {
     this.sweeper = undefined;
     this.entries.clear();
     this.channels.clear();
+    this.slots.clear();
   }
 
   private key(key: string): string {
     return `${this.prefix}v:${key}`;
+  }
+
+  private slotKey(key: string): string {
+    return `${this.prefix}s:${key}`;
+  }
+
+  /** The semaphore's holders whose lease has not ended (expired ones are removed on the way). */
+  private liveSlots(k: string): Map<string, number> {
+    const holders = this.slots.get(k) ?? new Map<string, number>();
+    const now = this.now();
+    for (const [h, until] of holders) if (until <= now) holders.delete(h);
+    return holders;
   }
 
   private open(): void {
@@ -179,6 +226,7 @@ export class MemoryState implements SharedState {
     for (const [k, entry] of this.entries) {
       if (entry.expiresAt !== undefined && entry.expiresAt <= now) this.entries.delete(k);
     }
+    for (const k of [...this.slots.keys()]) if (this.liveSlots(k).size === 0) this.slots.delete(k);
   }
 
   private deliver(handler: MessageHandler, message: string, channel: string): void {

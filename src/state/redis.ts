@@ -6,9 +6,11 @@ import {
   type HitResult,
   type MessageHandler,
   type SharedState,
+  type SlotResult,
   type Unsubscribe,
   checkHit,
   checkIncrement,
+  checkSlotLimit,
   checkTtl,
   closedError,
   hitResult,
@@ -29,9 +31,36 @@ local value = redis.call('INCRBY', KEYS[1], ARGV[1])
 if ARGV[2] ~= '' and redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return value`;
 
+// Semaphores: a sorted set of holders scored by lease end, on the Redis server's clock (so
+// nodes with skewed clocks agree on who expired). Expired holders are dropped before every
+// count; the key itself expires with its last lease. ARGV: holder, limit, leaseMs.
+const SLOT_NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)`;
+const SLOT_KEEP = `
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(last[2]) - now))`;
+const ACQUIRE_SLOT = `${SLOT_NOW}
+local held = redis.call('ZCARD', KEYS[1])
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if held >= tonumber(ARGV[2]) then return {0, held} end
+  held = held + 1
+end${SLOT_KEEP}
+return {1, held}`;
+const RENEW_SLOT = `${SLOT_NOW}
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end${SLOT_KEEP}
+return 1`;
+const RELEASE_SLOT = `${SLOT_NOW}
+return redis.call('ZREM', KEYS[1], ARGV[1])`;
+
 interface Scripts {
   parleyHit(key: string, ttlMs: number): Promise<number>;
   parleyIncrBy(key: string, n: number, ttlMs: string): Promise<number>;
+  parleyAcquireSlot(key: string, holder: string, limit: number, leaseMs: number): Promise<[number, number]>;
+  parleyRenewSlot(key: string, holder: string, limit: number, leaseMs: number): Promise<number>;
+  parleyReleaseSlot(key: string, holder: string): Promise<number>;
 }
 
 export interface RedisStateOptions {
@@ -86,6 +115,9 @@ export class RedisState implements SharedState {
     this.logger = options.logger;
     client.defineCommand('parleyHit', { numberOfKeys: 1, lua: HIT });
     client.defineCommand('parleyIncrBy', { numberOfKeys: 1, lua: INCR_BY });
+    client.defineCommand('parleyAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE_SLOT });
+    client.defineCommand('parleyRenewSlot', { numberOfKeys: 1, lua: RENEW_SLOT });
+    client.defineCommand('parleyReleaseSlot', { numberOfKeys: 1, lua: RELEASE_SLOT });
     this.client = client as Redis & Scripts;
   }
 
@@ -144,6 +176,25 @@ export class RedisState implements SharedState {
     }
   }
 
+  async acquireSlot(key: string, holder: string, limit: number, leaseMs: number): Promise<SlotResult> {
+    this.open();
+    checkSlotLimit(limit);
+    const lease = checkTtl(leaseMs);
+    const [acquired, held] = await this.run(() => this.client.parleyAcquireSlot(this.slotKey(key), holder, limit, lease));
+    return { acquired: acquired === 1, held };
+  }
+
+  async renewSlot(key: string, holder: string, leaseMs: number): Promise<boolean> {
+    this.open();
+    const lease = checkTtl(leaseMs);
+    return (await this.run(() => this.client.parleyRenewSlot(this.slotKey(key), holder, 0, lease))) === 1;
+  }
+
+  async releaseSlot(key: string, holder: string): Promise<boolean> {
+    this.open();
+    return (await this.run(() => this.client.parleyReleaseSlot(this.slotKey(key), holder))) === 1;
+  }
+
   async publish(channel: string, message: string): Promise<void> {
     this.open();
     await this.run(() => this.client.publish(this.prefix + channel, message));
@@ -194,6 +245,10 @@ export class RedisState implements SharedState {
 
   private key(key: string): string {
     return `${this.prefix}v:${key}`;
+  }
+
+  private slotKey(key: string): string {
+    return `${this.prefix}s:${key}`;
   }
 
   private open(): void {

@@ -11,6 +11,14 @@ export interface HitResult {
   retryAfterMs: number;
 }
 
+/** Outcome of one `acquireSlot` on a counting semaphore. */
+export interface SlotResult {
+  /** True when the holder now holds a slot (also when it already held one: its lease is renewed). */
+  acquired: boolean;
+  /** Live holders of the semaphore after this call (this holder included when acquired). */
+  held: number;
+}
+
 /** A pub/sub handler; `channel` is given without the key prefix. */
 export type MessageHandler = (message: string, channel: string) => void | Promise<void>;
 
@@ -48,6 +56,17 @@ export interface SharedState {
    * `ttlMs` sets an expiry only if the key has none yet (typically: when this call creates it).
    */
   incrBy(key: string, n: number, ttlMs?: number): Promise<number>;
+
+  /**
+   * Counting semaphore: takes one of at most `limit` slots of `key` for `holder`, atomically.
+   * Each holder's lease lasts `leaseMs` unless renewed (`renewSlot`), so the slots of a node
+   * that died free themselves. A holder that already holds a slot keeps it (lease renewed).
+   */
+  acquireSlot(key: string, holder: string, limit: number, leaseMs: number): Promise<SlotResult>;
+  /** Extends a live lease to `leaseMs` from now; false when the holder holds no live slot. */
+  renewSlot(key: string, holder: string, leaseMs: number): Promise<boolean>;
+  /** Frees the holder's slot; true when it held a live one. */
+  releaseSlot(key: string, holder: string): Promise<boolean>;
 
   /** Delivers `message` to every subscriber of `channel` under the same prefix, this node included. */
   publish(channel: string, message: string): Promise<void>;
@@ -91,6 +110,10 @@ export function checkTtl(ttlMs: number): number {
 
 export function checkHit(windowMs: number, limit: number): void {
   if (!Number.isInteger(windowMs) || windowMs <= 0) throw new ServiceError('internal', 'windowMs must be a positive integer');
+  if (!Number.isInteger(limit) || limit < 0) throw new ServiceError('internal', 'limit must be a non-negative integer');
+}
+
+export function checkSlotLimit(limit: number): void {
   if (!Number.isInteger(limit) || limit < 0) throw new ServiceError('internal', 'limit must be a non-negative integer');
 }
 

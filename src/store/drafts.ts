@@ -55,12 +55,25 @@ export async function updateDraft(
 }
 
 /**
- * Publishes the draft: when its hash equals the latest version's and `pin` freezes the same
- * thing that version froze, that version is returned unchanged (`created: false`); otherwise
- * version N+1 is written with the draft's config and what `pin` freezes. Comparing the pins
- * too is what lets an edited tool or a new knowledge revision reach live sessions at the next
- * publish ("editing a tool changes every agent that uses it") although the draft itself, which
- * holds only their ids, is unchanged. The draft row lock serialises concurrent publishes.
+ * How publish decides, when the caller has its own notion of the draft's state (the agent
+ * service folds the attached tools and knowledge revisions into the hash, `src/agent/drafts.ts`).
+ */
+export interface PublishPolicy {
+  /** The `config_hash` a new version gets for this draft and what `pin` froze. */
+  hash(draft: DraftRow, pinned: unknown): string;
+  /** True when `latest` already is this draft with these pins: publish returns it unchanged. */
+  unchanged(latest: VersionRow, draft: DraftRow, pinned: unknown, hash: string): boolean;
+}
+
+/**
+ * Publishes the draft: when the latest version already is the draft (same hash, and `pin`
+ * freezes the same thing that version froze), that version is returned unchanged
+ * (`created: false`); otherwise version N+1 is written with the draft's config and what `pin`
+ * freezes. Comparing the pins too is what lets an edited tool or a new knowledge revision
+ * reach live sessions at the next publish ("editing a tool changes every agent that uses it")
+ * although the draft itself, which holds only their ids, is unchanged. Without a `policy`, the
+ * hash is the draft's and pins compare by jsonb equality. The draft row lock serialises
+ * concurrent publishes.
  */
 export async function publishDraft(
   sql: Sql,
@@ -68,6 +81,7 @@ export async function publishDraft(
   agentId: string,
   meta: { title: string | null; description: string | null },
   pin: (draft: DraftRow, tx: Sql) => Promise<unknown>,
+  policy?: PublishPolicy,
 ): Promise<{ version: VersionRow; created: boolean } | undefined> {
   return sql.begin(async (tx) => {
     const [draft] = await tx<DraftRow[]>`
@@ -77,14 +91,16 @@ export async function publishDraft(
     const [latest] = await tx<VersionRow[]>`
       select * from agent_versions where agent_id = ${agentId} order by version_number desc limit 1`;
     const pinned = await pin(draft, tx as unknown as Sql);
-    if (latest && latest.config_hash === draft.config_hash) {
+    const hash = policy ? policy.hash(draft, pinned) : draft.config_hash;
+    if (latest && policy && policy.unchanged(latest, draft, pinned, hash)) return { version: latest, created: false };
+    if (latest && !policy && latest.config_hash === draft.config_hash) {
       // jsonb equality: key order and whitespace of the stored form do not matter.
       const [same] = await tx<{ same: boolean }[]>`select ${tx.json(pinned as never)}::jsonb = ${tx.json(latest.pinned as never)}::jsonb as same`;
       if (same?.same) return { version: latest, created: false };
     }
     const [version] = await tx<VersionRow[]>`
       insert into agent_versions (agent_id, version_number, config, config_hash, version_title, version_description, pinned)
-      values (${agentId}, ${(latest?.version_number ?? 0) + 1}, ${tx.json(draft.config as never)}, ${draft.config_hash},
+      values (${agentId}, ${(latest?.version_number ?? 0) + 1}, ${tx.json(draft.config as never)}, ${hash},
               ${meta.title}, ${meta.description}, ${tx.json(pinned as never)})
       returning *`;
     await tx`update agents set updated_at = clock_timestamp() where id = ${agentId}`;
