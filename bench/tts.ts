@@ -43,7 +43,7 @@ const textFor = (c: number) => (c >= 1000 ? values['short-text']! : values.text!
 const backend = await spawnNativeBackend({ engine: 'synthetic', env: { PARLEY_SYNTHETIC_TTFA_MS: '0', PARLEY_SYNTHETIC_PACING: 'fast' }, stderr: 'ignore' });
 const key = `pk_bench_${randomBytes(16).toString('hex')}`;
 const platform = await startPlatform({
-  env: {},
+  env: { PARLEY_SPEECH_CONCURRENCY: '100000' }, // the bench measures the platform, not the per-team cap
   config: { host: '127.0.0.1', port: 0, dataDir: 'memory', databaseUrl: values['database-url'] || undefined, bootstrapKey: key, logLevel: 'silent', startNativeBackend: false, backendAddress: backend.address },
   dbSchema: values['database-url'] ? randomSchema() : undefined,
   log: createLogger({ level: 'silent' }),
