@@ -1,8 +1,7 @@
 /**
  * The carrier interface: where phone numbers come from and where calls go through. The
- * platform talks to every carrier through this interface only; `sandbox` (embedded, simulated)
- * implements it here, a LiveKit SIP carrier is the documented next step (README.md of this
- * folder).
+ * platform talks to every carrier through this interface only: `sandbox` (embedded, simulated,
+ * `sandbox.ts`) and `livekit-sip` (`managed`, `livekit-sip.ts`). docs/telephony.md.
  */
 
 /** The neutral provider values of the API (docs/decisions.md "Phone numbers: providers"). */
@@ -47,20 +46,95 @@ export interface Carrier {
   purchase(phoneNumber: string, signal?: AbortSignal): Promise<{ carrierRef: string | null }>;
   /** Gives the number back. Releasing a number the carrier no longer holds succeeds. Throws CarrierRefused. */
   release(phoneNumber: string, carrierRef: string | null, signal?: AbortSignal): Promise<void>;
-  /**
-   * Calls (inbound, outbound, transfers) arrive with the session runtime (issue 9, "Calls");
-   * a carrier without them leaves this undefined.
-   */
+  /** Calls through this carrier's numbers; a carrier without call handling leaves this undefined. */
   readonly calls?: CallControl;
 }
 
-/** What call handling will need from a carrier; no carrier implements it yet. */
+/** Telephone audio: 8 kHz mono signed 16-bit PCM. The session runtime resamples to 16 kHz. */
+export const CALL_SAMPLE_RATE_HZ = 8_000;
+
+/**
+ * The audio of one call leg, as the platform hears and speaks it. Samples are mono 16-bit PCM
+ * at `sampleRateHz`. A carrier whose media flows elsewhere (a LiveKit room, where an agent
+ * participant joins) gives no media.
+ */
+export interface CallMedia {
+  readonly sampleRateHz: number;
+  /** Plays `pcm` to the far end. The caller paces it in real time. */
+  send(pcm: Int16Array): void;
+  /** The far end's audio, as it arrives (one receiver; a later call replaces it). */
+  onAudio(receiver: ((pcm: Int16Array) => void) | null): void;
+  /** Keypad digits the far end pressed. */
+  onDtmf(receiver: ((digits: string) => void) | null): void;
+}
+
+/** Why a call leg ended, as the carrier reports it. */
+export type LegEnd =
+  | 'remote_hangup' // the far end hung up
+  | 'local_hangup' // we hung up (`hangUp`)
+  | 'transferred' // handed off (cold transfer) or bridged to another leg (warm merge): we left
+  | 'failed';
+
+/** One live call leg between the platform and a phone. */
+export interface CallLeg {
+  readonly callId: string;
+  /** E.164 of the calling party (the caller on inbound legs, our number on outbound ones). */
+  readonly from: string;
+  readonly to: string;
+  readonly direction: 'inbound' | 'outbound';
+  readonly media: CallMedia | null;
+  /** Resolves once, when the leg ends. */
+  readonly ended: Promise<LegEnd>;
+}
+
+/** A call ringing one of the carrier's numbers: the platform answers or refuses it. */
+export interface InboundCall extends CallLeg {
+  /** Connects the caller; media flows from now on. */
+  answer(): void;
+  /** Refuses the call: `busy` (unbound number, no capacity) or `unavailable` (anything else). */
+  reject(reason: 'busy' | 'unavailable'): void;
+}
+
+/** How a dial ended: answered (with the live leg), or not. */
+export type DialOutcome =
+  | { status: 'answered'; leg: CallLeg; answeredBy: 'human' | 'voicemail' | 'unknown' }
+  | { status: 'busy' | 'no_answer' | 'failed'; detail?: string };
+
+export interface DialRequest {
+  /** Our number shown as caller ID (E.164). */
+  from: string;
+  to: string;
+  /** How long the far end may ring before the dial gives up (`no_answer`). */
+  ringTimeoutMs: number;
+  /** The session this leg belongs to (carriers with rooms name the room after it). */
+  sessionId: string;
+  /** A consult leg of a warm transfer (private to the agent and the human), not a new call. */
+  consultFor?: string;
+}
+
+/**
+ * Call control: receive calls, place calls, transfer them, hang up. Every method throws
+ * `CarrierRefused` when the carrier declines; the detail is safe to show.
+ */
 export interface CallControl {
-  /** Dials `to` from `from`; resolves with the carrier's call id once the carrier accepted the dial. */
-  placeCall(req: { from: string; to: string; sessionId: string }, signal?: AbortSignal): Promise<{ callId: string }>;
-  /** Registers the handler for calls reaching any number this carrier holds. */
-  onInboundCall(handler: (call: { callId: string; from: string; to: string }) => void): void;
-  /** Hands a live call over to `destination` (cold) or bridges it after a briefing (warm). */
-  transfer(req: { callId: string; destination: string; mode: 'cold' | 'warm' }, signal?: AbortSignal): Promise<void>;
+  /** Registers the handler of calls reaching any number this carrier holds (one handler). */
+  onInboundCall(handler: (call: InboundCall) => void): void;
+  /**
+   * Dials `to` from `from` and resolves when the far end answers, declines (`busy`) or rings
+   * out (`no_answer`). Aborting the signal cancels the dial (`failed`). CarrierRefused when
+   * the carrier does not accept the dial at all.
+   */
+  dial(req: DialRequest, signal?: AbortSignal): Promise<DialOutcome>;
+  /** Puts the far end on hold (it hears music; its audio no longer reaches us) or takes it off. */
+  hold(callId: string, on: boolean): Promise<void>;
+  /**
+   * Cold transfer: hands the leg over to `destination` (showing `from`). Resolves once the
+   * destination took the call; the leg then ends with `transferred`. CarrierRefused when the
+   * handoff is refused (busy, no answer, carrier refusal): the leg stays ours.
+   */
+  transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<void>;
+  /** Warm merge: joins two of our legs to each other and leaves both (each ends `transferred`). */
+  bridge(callId: string, otherCallId: string): Promise<void>;
+  /** Ends the leg (idempotent; an ended leg is not an error). */
   hangUp(callId: string): Promise<void>;
 }

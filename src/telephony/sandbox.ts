@@ -1,4 +1,5 @@
 import { CarrierRefused, type AvailableNumber, type Carrier, type NumberSearch } from './carrier.ts';
+import { SandboxCalls } from './sandbox-calls.ts';
 
 /**
  * Area codes of the sandbox inventory. Every sandbox number is `+1 <area> 555 01xx`, the
@@ -15,7 +16,7 @@ const AREAS: { area: string; country: 'US' | 'CA'; region: string; locality: str
 /** Numbers per area code: `…55501 00` to `…55501 49`. */
 const PER_AREA = 50;
 
-export type SandboxOperation = 'purchase' | 'release';
+export type SandboxOperation = 'purchase' | 'release' | 'dial' | 'transfer';
 
 /**
  * The embedded simulated carrier. Deterministic inventory (above), an in-process record of
@@ -26,8 +27,10 @@ export type SandboxOperation = 'purchase' | 'release';
 export class SandboxCarrier implements Carrier {
   readonly provider = 'sandbox' as const;
   private readonly held = new Map<string, string>();
-  private readonly failures: Record<SandboxOperation, string[]> = { purchase: [], release: [] };
+  private readonly failures: Record<SandboxOperation, string[]> = { purchase: [], release: [], dial: [], transfer: [] };
   private seq = 0;
+  /** Calls: phones are WebSocket clients of `/v1/telephony/sandbox/calls` (docs/telephony-sandbox.md). */
+  readonly calls = new SandboxCalls((n) => this.held.has(n), this.failures);
 
   /** The next `times` calls of `op` fail with `detail` (queued after failures already set). */
   failNext(op: SandboxOperation, detail = 'simulated carrier failure', times = 1): void {

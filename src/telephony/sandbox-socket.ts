@@ -1,0 +1,102 @@
+/**
+ * `wss /v1/telephony/sandbox/calls`: the phones of the sandbox carrier (docs/telephony-sandbox.md).
+ *
+ * - `?dial=<to>&from=<caller>`: the socket calls one of the carrier's numbers (inbound call).
+ * - `?line=<number>`: the socket is the phone line of `number`: outbound calls and transfers to
+ *   it ring here (`call.ringing`), and it answers (`{"type":"answer"}`) or declines.
+ *
+ * Binary frames both ways are 8 kHz mono signed 16-bit little-endian PCM; text frames are JSON.
+ * Needs an API key (`Authorization: Bearer …`), checked after the upgrade: a bad one closes
+ * with 4401, a bad query with 4400.
+ */
+import type uws from 'uWebSockets.js';
+import type { HttpApp } from '../http/app.ts';
+import type { Principal } from '../http/router.ts';
+import type { Logger } from '../log.ts';
+import type { PhoneCommand, PhoneSocket, SandboxCalls, SandboxPhone } from './sandbox-calls.ts';
+
+export const SANDBOX_CALLS_PATH = '/v1/telephony/sandbox/calls';
+const MAX_FRAME_BYTES = 64 * 1024;
+const E164 = /^\+[1-9][0-9]{1,14}$/;
+
+interface UserData {
+  auth: string;
+  dial: string;
+  from: string;
+  line: string;
+  closed: boolean;
+  phone?: SandboxPhone;
+}
+
+export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authenticate(token: string): Promise<Principal>; log: Logger }): void {
+  http.app.ws<UserData>(SANDBOX_CALLS_PATH, {
+    compression: 0,
+    maxPayloadLength: MAX_FRAME_BYTES,
+    maxBackpressure: 4 * 1024 * 1024,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    upgrade: (res, req, context) => {
+      res.onAborted(() => {});
+      const q = new URLSearchParams(req.getQuery() ?? '');
+      const data: UserData = { auth: req.getHeader('authorization'), dial: q.get('dial') ?? '', from: q.get('from') ?? '', line: q.get('line') ?? '', closed: false };
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      res.cork(() => res.upgrade<UserData>(data, key, protocol, extensions, context));
+    },
+    open: (ws) => {
+      const d = ws.getUserData();
+      const socket: PhoneSocket = {
+        json: (m) => {
+          if (!d.closed) ws.cork(() => ws.send(JSON.stringify(m), false));
+        },
+        audio: (pcm) => {
+          if (d.closed || ws.getBufferedAmount() > MAX_FRAME_BYTES) return;
+          ws.cork(() => ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength), true));
+        },
+        close: (code, reason) => {
+          if (d.closed) return;
+          d.closed = true;
+          ws.cork(() => ws.end(code, reason));
+        },
+      };
+      const m = /^Bearer\s+(\S+)$/i.exec(d.auth);
+      if (!m) return socket.close(4401, 'API key required');
+      const dial = d.dial.trim() ? `+${d.dial.trim().replace(/^\+/, '')}` : '';
+      const from = d.from.trim() ? `+${d.from.trim().replace(/^\+/, '')}` : '';
+      const line = d.line.trim() ? `+${d.line.trim().replace(/^\+/, '')}` : '';
+      if (!!dial === !!line || (dial && (!E164.test(dial) || !E164.test(from))) || (line && !E164.test(line)))
+        return socket.close(4400, 'Give either dial=<E.164>&from=<E.164> or line=<E.164>');
+      o.authenticate(m[1]!).then(
+        () => {
+          if (d.closed) return;
+          d.phone = dial ? calls.dialIn(socket, from, dial) : calls.registerLine(socket, line);
+        },
+        () => socket.close(4401, 'Invalid API key'),
+      );
+    },
+    message: (ws, message, isBinary) => {
+      const d = ws.getUserData();
+      if (!d.phone) return;
+      if (isBinary) {
+        if (message.byteLength % 2 !== 0) return;
+        d.phone.audio(new Int16Array(message.slice(0)));
+        return;
+      }
+      let c: PhoneCommand | null = null;
+      try {
+        const m = JSON.parse(Buffer.from(message).toString('utf8')) as { type?: unknown; digits?: unknown };
+        if (m.type === 'answer' || m.type === 'reject' || m.type === 'hangup') c = { type: m.type };
+        else if (m.type === 'dtmf' && typeof m.digits === 'string' && /^[0-9*#]{1,32}$/.test(m.digits)) c = { type: 'dtmf', digits: m.digits };
+      } catch {
+        c = null;
+      }
+      if (c) d.phone.command(c);
+    },
+    close: (ws) => {
+      const d = ws.getUserData();
+      d.closed = true;
+      if (d.phone) calls.forget(d.phone);
+    },
+  } as uws.WebSocketBehavior<UserData>);
+}

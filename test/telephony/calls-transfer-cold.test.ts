@@ -1,0 +1,100 @@
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+import { sandboxOf } from './helpers.ts';
+import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
+
+const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
+t.teardown(() => app.close());
+
+const HUMAN = '+13125550199';
+const agent = (destination: Record<string, unknown>, index: number) =>
+  boundAgent(app, {
+    prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
+    conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
+  }, '512', index);
+
+/** Keeps a phone's line open with silence (the recognizer needs a continuous stream) until stopped. */
+function keepAlive(p: Phone): () => Promise<void> {
+  let on = true;
+  const loop = (async () => {
+    while (on && p.ws.readyState === p.ws.OPEN) await p.silence(200);
+  })();
+  return async () => {
+    on = false;
+    await loop;
+  };
+}
+
+async function connected(number: string, from: string) {
+  const caller = await phone(app, { dial: number, from });
+  await caller.event('call.started');
+  const stop = keepAlive(caller);
+  await caller.waitFor(() => caller.heard() === 'Hello.', 15_000, 'the opener');
+  await stop();
+  caller.resetAudio();
+  return caller;
+}
+
+t.test('transfer_call is offered on phone sessions with a destination, never listed in tools', async (t) => {
+  const { agentId } = await agent({}, 1);
+  const cfg = await app.req('GET', `/v1/agent/agents/${agentId}/config`);
+  t.same(cfg.body.tools.tool_ids ?? [], [], 'not a tool of the agent');
+  t.equal(cfg.body.conversation.transfer_destinations[0].phone_number, HUMAN);
+  const bad = await app.req('PATCH', `/v1/agent/agents/${agentId}/config`, { conversation: { transfer_destinations: [{ phone_number: '+442071838750' }] } });
+  t.equal(bad.status, 422, 'a destination outside the allow-list is refused');
+  t.match(bad.body[0], { loc: ['body', 'conversation', 'transfer_destinations', 0, 'phone_number'], type: 'destination_not_allowed', msg: /US \(\+1\), CA \(\+1\), JP \(\+81\)/ });
+});
+
+t.test('cold transfer: the agent announces, the carrier hands off to the human, the session ends', async (t) => {
+  const { number } = await agent({ mode: 'cold' }, 2);
+  const human = await phone(app, { line: HUMAN });
+  t.teardown(() => human.close());
+  await human.event('line.ready');
+  const caller = await connected(number, '+16505550201');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call to sales.');
+  const stop = keepAlive(caller);
+  const ring = await human.event('call.ringing', 20_000);
+  t.equal(ring.from, number, 'the destination sees our number');
+  t.equal(caller.heard(), 'Please hold while I transfer your call.', 'the caller heard the announcement first');
+  human.send({ type: 'answer' });
+  await caller.event('call.transferred');
+  await stop();
+  caller.resetAudio();
+  await human.speak('Sales here, how can I help?', 300);
+  await caller.waitFor(() => caller.heard() === 'Sales here, how can I help?', 10_000, 'the human');
+  t.pass('caller and human talk directly');
+  await sleep(2500);
+  const s = await sessionOf(app, '+16505550201');
+  t.match(s, { status: 'completed', ended_reason: 'call_transferred' });
+  const calls = s.items.filter((i: any) => i.type === 'tool_call' || i.type === 'tool_result');
+  t.match(calls, [{ type: 'tool_call', tool_name: 'transfer_call' }, { type: 'tool_result', tool_name: 'transfer_call', status: 'completed' }]);
+  caller.send({ type: 'hangup' });
+  await human.event('call.ended');
+  human.close();
+});
+
+t.test('cold transfer refused by the carrier: the agent apologizes and the call goes on', async (t) => {
+  const { number } = await agent({ mode: 'cold' }, 3);
+  sandboxOf(app).failNext('transfer', 'the destination refused the handoff');
+  const caller = await connected(number, '+16505550202');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call to sales.');
+  const stop = keepAlive(caller);
+  await caller.waitFor(() => caller.heard().endsWith('"}'), 20_000, 'the apology');
+  t.equal(
+    caller.heard(),
+    'Please hold while I transfer your call.transfer_call returned: {"ok":false,"error":"The transfer to Sales did not go through (the destination refused the handoff). Apologize to the caller and keep helping them."}',
+    'the announcement, then the model apologizes from the failed result (the scripted model reads it out)',
+  );
+  await stop();
+  caller.resetAudio();
+  await caller.speak('Are you still there?');
+  await caller.waitFor(() => caller.heard() === 'You said: Are you still there?', 15_000, 'the next answer');
+  t.pass('the conversation continued');
+  const s = await sessionOf(app, '+16505550202');
+  t.equal(s.status, 'active');
+  t.match(s.items.find((i: any) => i.type === 'tool_result'), { tool_name: 'transfer_call', status: 'failed' });
+  caller.send({ type: 'hangup' });
+  await caller.closed;
+});

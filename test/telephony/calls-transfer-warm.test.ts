@@ -1,0 +1,134 @@
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
+
+const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
+t.teardown(() => app.close());
+
+const HUMAN = '+13125550199';
+const agent = (destination: Record<string, unknown>, index: number) =>
+  boundAgent(app, {
+    prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
+    conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
+  }, '512', index);
+
+/** Keeps a phone's line open with silence (the recognizer needs a continuous stream) until stopped. */
+function keepAlive(p: Phone): () => Promise<void> {
+  let on = true;
+  const loop = (async () => {
+    while (on && p.ws.readyState === p.ws.OPEN) await p.silence(200);
+  })();
+  return async () => {
+    on = false;
+    await loop;
+  };
+}
+
+async function connected(number: string, from: string) {
+  const caller = await phone(app, { dial: number, from });
+  await caller.event('call.started');
+  const stop = keepAlive(caller);
+  await caller.waitFor(() => caller.heard() === 'Hello.', 15_000, 'the opener');
+  await stop();
+  caller.resetAudio();
+  return caller;
+}
+
+t.test('warm transfer, confirm: hold, the human is briefed and says yes, the call is merged', async (t) => {
+  const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 4);
+  const human = await phone(app, { line: HUMAN });
+  t.teardown(() => human.close());
+  await human.event('line.ready');
+  const caller = await connected(number, '+16505550203');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call, briefing is The caller wants a refund.');
+  const stop = keepAlive(caller);
+  const hold = await caller.event('call.hold', 20_000);
+  t.equal(hold.on, true, 'the caller is on hold');
+  t.equal(caller.heard(), 'Please hold while I connect you.');
+  const ring = await human.event('call.ringing', 10_000);
+  t.equal(ring.from, number, 'the consult leg shows the dialed number');
+  human.send({ type: 'answer' });
+  await human.event('call.started');
+  const humanLine = keepAlive(human);
+  await human.waitFor(() => human.heard() === 'The caller wants a refundSay yes to take the call, or no to decline.', 20_000, 'the briefing');
+  await humanLine();
+  t.pass('the human heard the third-person briefing and the question');
+  t.notOk(caller.heard().includes('refund'), 'the caller did not hear the briefing');
+  human.resetAudio();
+  await human.speak('Yes, put them through.');
+  await caller.event('call.transferred', 15_000);
+  t.equal((await caller.event('call.hold', 5000, 2)).on, false, 'off hold at the merge');
+  await stop();
+  caller.resetAudio();
+  await human.speak('Hello, I can help with the refund.', 300);
+  await caller.waitFor(() => caller.heard() === 'Hello, I can help with the refund.', 10_000, 'the human after the merge');
+  await sleep(2500);
+  const s = await sessionOf(app, '+16505550203');
+  t.match(s, { status: 'completed', ended_reason: 'call_transferred' });
+  caller.send({ type: 'hangup' });
+  await human.event('call.ended');
+  human.close();
+});
+
+t.test('warm transfer, confirm: the human declines, the caller comes back from hold', async (t) => {
+  const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 5);
+  const human = await phone(app, { line: HUMAN });
+  t.teardown(() => human.close());
+  await human.event('line.ready');
+  const caller = await connected(number, '+16505550204');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call.');
+  const stop = keepAlive(caller);
+  await human.event('call.ringing', 20_000);
+  human.send({ type: 'answer' });
+  const humanLine = keepAlive(human);
+  await human.waitFor(() => human.heard().endsWith('Say yes to take the call, or no to decline.'), 20_000, 'the briefing');
+  await humanLine();
+  t.match(human.heard(), /^I have a caller from \+16505550204 on the line who asked to be transferred to you\./, 'the default briefing');
+  caller.resetAudio();
+  await human.speak('No, I am busy.');
+  await human.event('call.ended', 10_000);
+  t.equal((await caller.event('call.hold', 10_000, 2)).on, false, 'back from hold');
+  await caller.waitFor(() => caller.heard().endsWith('"}'), 15_000, 'the agent tells the caller');
+  t.match(caller.heard(), /^transfer_call returned: \{"ok":false,"error":"Sales declined the call\. The caller is back with you/, 'the model is told why');
+  await stop();
+  caller.resetAudio();
+  await caller.speak('Okay, thanks.');
+  await caller.waitFor(() => caller.heard() === 'You said: Okay, thanks.', 15_000, 'the conversation goes on');
+  t.equal((await sessionOf(app, '+16505550204')).status, 'active');
+  caller.send({ type: 'hangup' });
+  human.close();
+});
+
+t.test('warm transfer, direct: a declined consult call brings the caller back; answered, merged right after the briefing', async (t) => {
+  const { number } = await agent({ mode: 'warm', warm_connect: 'direct' }, 6);
+  const human = await phone(app, { line: HUMAN });
+  t.teardown(() => human.close());
+  await human.event('line.ready');
+  // First attempt: the human rejects the consult call.
+  const caller = await connected(number, '+16505550205');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call.');
+  const stop = keepAlive(caller);
+  await human.event('call.ringing', 20_000);
+  human.send({ type: 'reject' });
+  await caller.waitFor(() => caller.heard().endsWith('"}'), 20_000, 'the agent tells the caller');
+  t.match(caller.heard(), /Sales did not take the call \(busy\)/);
+  t.pass('declined ringing: back with the agent');
+  caller.resetAudio();
+  await stop();
+  await caller.speak('Please transfer call again.');
+  const stop2 = keepAlive(caller);
+  await human.event('call.ringing', 20_000, 2);
+  human.send({ type: 'answer' });
+  const humanLine = keepAlive(human);
+  await caller.event('call.transferred', 20_000);
+  await humanLine();
+  t.match(human.heard(), /^I have a caller from \+16505550205 on the line who asked to be transferred to you\.$/, 'briefed, then merged without a question');
+  await stop2();
+  await sleep(2500);
+  t.match(await sessionOf(app, '+16505550205'), { status: 'completed', ended_reason: 'call_transferred' });
+  caller.send({ type: 'hangup' });
+  human.close();
+});
