@@ -15,12 +15,14 @@
  */
 import { assign, createActor, fromCallback, fromPromise, setup, type AnyActorRef } from 'xstate';
 import { Playout } from './playout.ts';
+import { ToolCalls, type BackgroundResult, type StartedCall } from './tool-call.ts';
 import type {
   AgentState,
   ChatMessage,
   SessionDeps,
   SessionEnd,
   SessionPlan,
+  SessionTool,
   SttStream,
   Timed,
   ToolSpec,
@@ -33,7 +35,9 @@ export type ClientEvent =
   | { type: 'user.message'; text: string; audio?: boolean }
   | { type: 'user.activity' }
   | { type: 'user.interrupt' }
-  | { type: 'user.hangup' };
+  | { type: 'user.hangup' }
+  /** The client's answer to a `client_tool.call` (the runtime routes it to the tool that waits). */
+  | { type: 'client_tool.result'; callId: string; result?: unknown; isError?: boolean };
 
 export type SessionEvent =
   | ClientEvent
@@ -45,8 +49,10 @@ export type SessionEvent =
   | { type: 'stt.failed'; error: unknown }
   | { type: 'turn.speaking' }
   | { type: 'turn.done' }
-  | { type: 'turn.hangup' }
-  | { type: 'turn.failed'; error: unknown };
+  | { type: 'turn.hangup'; reason?: string }
+  | { type: 'turn.failed'; error: unknown }
+  /** A background tool call settled: announced at the next natural pause. */
+  | { type: 'tool.background'; result: BackgroundResult };
 
 /** What the agent says next. */
 type Reply =
@@ -73,6 +79,8 @@ interface Ctx {
   speechEndedAt: number | null;
   /** Recognition part of the latency: end of speech → the recognizer said so. */
   recognitionMs: number | null;
+  /** Background tool results waiting for the next natural pause (idle). */
+  announcements: BackgroundResult[];
 }
 
 const HANG_UP_TOOL: ToolSpec = {
@@ -80,6 +88,92 @@ const HANG_UP_TOOL: ToolSpec = {
   description: 'End the call. Use it when the caller says goodbye or asks you to hang up.',
   parametersJsonSchema: JSON.stringify({ type: 'object', properties: { reason: { type: 'string', description: 'Why the call ends' } } }),
 };
+
+/** `hang_up_call` as a system tool: the session ends once what the reply said is spoken. */
+const hangUpTool: SessionTool = {
+  spec: HANG_UP_TOOL,
+  source: 'system',
+  mode: 'blocking',
+  execute: async () => ({ status: 'completed', output: JSON.stringify({ ok: true }), error: null, latencyMs: 0, endSession: 'agent_hangup' }),
+};
+
+/** Model calls per turn at most: the first, and this many more after tool results. */
+const MAX_TOOL_ROUNDS = 4;
+
+/** A call of this turn, with what the model was told once it is known. */
+interface TurnCall {
+  call: StartedCall;
+  argumentsJson: string;
+  content: string | null;
+}
+
+/** One model call of a turn that ended in tool calls: its text, its calls, and their results. */
+interface TurnStep {
+  text: string;
+  calls: TurnCall[];
+}
+
+/** The messages a model call that ended in tool calls adds: its text with the calls, then each result. */
+function stepMessages(step: TurnStep): ChatMessage[] {
+  const calls = step.calls.map((c) => ({ id: c.call.callId, name: c.call.toolName, argumentsJson: c.argumentsJson }));
+  const results = step.calls.map((c): ChatMessage => ({
+    role: 'tool',
+    // A call still open when the turn ended (interrupted) was cancelled with it.
+    content: c.content ?? JSON.stringify({ error: 'Cancelled: the reply was interrupted' }),
+    toolCallId: c.call.callId,
+    name: c.call.toolName,
+  }));
+  return [{ role: 'assistant', content: step.text, toolCalls: calls }, ...results];
+}
+
+/** The history entries of a background result: the result as if the agent had just fetched it. */
+function announcementMessages(r: BackgroundResult): ChatMessage[] {
+  const id = `${r.callId}_result`;
+  return [
+    { role: 'assistant', content: '', toolCalls: [{ id, name: r.toolName, argumentsJson: r.argumentsJson }] },
+    { role: 'tool', content: r.content, toolCallId: id, name: r.toolName },
+  ];
+}
+
+/**
+ * The turn's messages with knowledge passages for the caller's latest text added to the system
+ * message (GAPS.md §7), each between `<passage>` and `</passage>` lines (docs/inference.md).
+ * Only replies to a caller turn retrieve; a failed retrieval leaves the messages as they are.
+ */
+async function withKnowledge(deps: SessionDeps, messages: ChatMessage[], signal: AbortSignal): Promise<ChatMessage[]> {
+  const last = messages[messages.length - 1];
+  const system = messages[0];
+  if (!deps.retrieve || last?.role !== 'user' || system?.role !== 'system') return messages;
+  let passages: string[] = [];
+  try {
+    passages = await deps.retrieve(last.content, signal);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    deps.log?.warn({ err }, 'knowledge retrieval failed; the turn goes on without it');
+  }
+  signal.throwIfAborted();
+  if (passages.length === 0) return messages;
+  const block = ["Knowledge passages (from the agent's knowledge sources; answer from them when they are relevant):", ...passages.map((p) => `<passage>\n${p}\n</passage>`)].join('\n');
+  return [{ ...system, content: system.content ? `${system.content}\n\n${block}` : block }, ...messages.slice(1)];
+}
+
+/**
+ * Closes a synthesis stream nobody will read: ended (nothing was sent, so the backend finishes
+ * it at once) and read to its end, which is when the backend client gives its slot back.
+ * Ending rather than cancelling keeps a burst of interruptions from becoming a burst of stream
+ * resets on the backend connection.
+ */
+function discard(stream: Promise<TtsStream>): void {
+  stream.then(
+    (s) => {
+      s.end();
+      void (async () => {
+        for await (const _ of s) { /* dropped: the turn is over */ }
+      })().catch(() => {});
+    },
+    () => {},
+  );
+}
 
 /** Text up to the last sentence end followed by whitespace, and the rest. */
 function cutSentences(buffer: string): [string, string] {
@@ -97,8 +191,12 @@ class TurnRun {
   readonly ac = new AbortController();
   text = '';
   chars: Timed[] = [];
-  hangUp = false;
-  toolCalls: NonNullable<ChatMessage['toolCalls']> = [];
+  /** Set by a tool outcome (`hang_up_call`, a cold transfer): the session ends after this turn. */
+  endSession: string | null = null;
+  /** Model calls that ended in tool calls, in order; the text after the last one is the reply. */
+  steps: TurnStep[] = [];
+  /** Calls of the last model call that were not followed by another one (hang-up, interruption). */
+  open: TurnCall[] = [];
   finalized = false;
   private playout: Playout;
   private stopped = false;
@@ -114,6 +212,7 @@ class TurnRun {
     private readonly timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null },
     private readonly sendBack: (e: SessionEvent) => void,
     private readonly onMetrics: (m: TurnMetrics) => void,
+    private readonly tools: ToolCalls,
   ) {
     this.playout = new Playout(deps.clock, (pcm) => deps.output.audio(pcm), () => this.progress());
   }
@@ -139,10 +238,17 @@ class TurnRun {
     if (!this.stopped) this.sendBack(e);
   }
 
+  /** The synthesis stream opened for this turn while nothing has been read from it yet. */
+  private unread: Promise<TtsStream> | null = null;
+
   stop() {
     this.stopped = true;
     this.ac.abort();
     this.playout.stop();
+    if (this.unread) discard(this.unread);
+    this.unread = null;
+    // Blocking calls belong to the turn: an interrupted turn cancels them (the others outlive it).
+    for (const c of this.open) if (c.call.mode === 'blocking' && c.content === null) this.tools.cancel(c.call.callId);
   }
 
   private progress() {
@@ -177,9 +283,11 @@ class TurnRun {
     // The synthesis stream opens while the model thinks, so its set-up is off the critical path.
     const opening = audio ? deps.backend.synthesize({ voiceId: plan.voiceId, language: plan.language, signal }) : null;
     opening?.catch(() => {});
+    this.unread = opening;
     const speak = async (text: string) => {
       if (!audio || !text) return;
       if (!tts) {
+        this.unread = null;
         tts = await opening!;
         reading = this.read(tts);
         reading.catch(() => {});
@@ -194,25 +302,53 @@ class TurnRun {
       this.t.firstText = this.t.start;
       await speak(reply.text);
     } else {
-      let buffer = '';
-      const tools = plan.hangUpTool ? [HANG_UP_TOOL] : [];
-      for await (const ev of deps.backend.generate({ messages: this.messages, tools, signal })) {
-        if (ev.type === 'text') {
-          this.t.firstText ??= deps.clock.now();
-          this.text += ev.text;
-          buffer += ev.text;
-          const [sentences, rest] = cutSentences(buffer);
-          buffer = rest;
-          await speak(sentences);
-        } else if (ev.type === 'tool_call') {
-          this.t.firstText ??= deps.clock.now();
-          this.toolCall(ev);
+      const tools = this.tools.specs();
+      let messages = reply.instructions ? this.messages : await withKnowledge(deps, this.messages, signal);
+      const textOnly = !reply.audio;
+      for (let round = 0; ; round++) {
+        let buffer = '';
+        let text = '';
+        const calls: TurnCall[] = [];
+        this.open = calls;
+        for await (const ev of deps.backend.generate({ messages, tools, signal })) {
+          if (ev.type === 'text') {
+            this.t.firstText ??= deps.clock.now();
+            this.text += ev.text;
+            text += ev.text;
+            buffer += ev.text;
+            const [sentences, rest] = cutSentences(buffer);
+            buffer = rest;
+            await speak(sentences);
+          } else if (ev.type === 'tool_call') {
+            this.t.firstText ??= deps.clock.now();
+            const call = this.tools.start(ev, { turnId: this.turnId, textOnly });
+            const c: TurnCall = { call, argumentsJson: ev.argumentsJson, content: null };
+            void call.content.then((content) => { c.content = content; });
+            calls.push(c);
+          }
         }
+        await speak(buffer);
+        if (calls.length === 0) break;
+        // Blocking calls hold the turn; the others were answered at once (dispatched, running).
+        await Promise.all(calls.map((c) => c.call.content));
+        signal.throwIfAborted();
+        for (const c of calls) {
+          if (c.call.mode !== 'blocking') continue;
+          const o = await c.call.outcome;
+          if (o.endSession) this.endSession ??= o.endSession;
+        }
+        if (this.endSession || round >= MAX_TOOL_ROUNDS) break;
+        this.steps.push({ text, calls });
+        this.open = [];
+        messages = [...messages, ...stepMessages({ text, calls })];
       }
-      await speak(buffer);
     }
     signal.throwIfAborted();
-    if (!tts && opening) (await opening).end(); // nothing to say (e.g. only a tool call)
+    if (!tts && opening) {
+      // Nothing to say (e.g. only a tool call): the unused stream is closed and drained.
+      this.unread = null;
+      discard(opening);
+    }
     if (tts) {
       (tts as TtsStream).end();
       await reading;
@@ -221,28 +357,7 @@ class TurnRun {
       this.metrics();
     }
     signal.throwIfAborted();
-    this.emit(this.hangUp ? { type: 'turn.hangup' } : { type: 'turn.done' });
-  }
-
-  private toolCall(ev: { id: string; name: string; argumentsJson: string }) {
-    const { deps, plan } = this;
-    const source = 'builtin';
-    this.toolCalls.push({ id: ev.id, name: ev.name, argumentsJson: ev.argumentsJson });
-    const known = ev.name === HANG_UP_TOOL.name && plan.hangUpTool;
-    const at = new Date(deps.clock.now()).toISOString();
-    const input = ev.argumentsJson.length > 4096 ? ev.argumentsJson.slice(0, 4096) : ev.argumentsJson;
-    deps.record([{ type: 'tool_call', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, input: ev.argumentsJson, turn_id: this.turnId, created_at: at } }]);
-    if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.started', callId: ev.id, toolName: ev.name, toolSource: source, input, ...(input.length < ev.argumentsJson.length ? { inputTruncated: true } : {}) });
-    if (known) {
-      this.hangUp = true;
-      const output = JSON.stringify({ ok: true });
-      deps.record([{ type: 'tool_result', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, status: 'completed', output, output_truncated: false, error: null, latency_ms: 0, turn_id: this.turnId, created_at: at } }]);
-      if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.completed', callId: ev.id, toolName: ev.name, toolSource: source, output });
-    } else {
-      const error = `Unknown tool: ${ev.name}`;
-      deps.record([{ type: 'tool_result', payload: { call_id: ev.id, tool_name: ev.name, tool_source: source, status: 'failed', output: null, output_truncated: false, error, latency_ms: 0, turn_id: this.turnId, created_at: at } }]);
-      if (plan.toolEvents) deps.output.message({ topic: 'agent-event', type: 'tool.failed', callId: ev.id, toolName: ev.name, toolSource: source, error });
-    }
+    this.emit(this.endSession ? { type: 'turn.hangup', reason: this.endSession } : { type: 'turn.done' });
   }
 
   private async read(tts: TtsStream): Promise<void> {
@@ -285,6 +400,14 @@ export interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
+  /** The session's tool calls (created with the session; lazily, without background delivery, otherwise). */
+  tools?: ToolCalls;
+}
+
+/** The tool-call registry of a session: `hang_up_call` when the plan enables it, then `deps.tools`. */
+function createToolCalls(plan: SessionPlan, deps: SessionDeps, onBackground: (r: BackgroundResult) => void): ToolCalls {
+  const tools = [...(plan.hangUpTool ? [hangUpTool] : []), ...(deps.tools ?? [])];
+  return new ToolCalls({ tools, output: deps.output, record: deps.record, clock: deps.clock, toolEvents: plan.toolEvents, onBackground, log: deps.log });
 }
 
 interface TurnInput {
@@ -310,11 +433,19 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
     const text = interrupted ? t.spoken() : t.spoken(true);
     if (text || t.text) deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${t.turnId}`, text, final: true });
     record('assistant', text, t.turnId);
-    const msg: ChatMessage = { role: 'assistant', content: text };
-    if (t.toolCalls.length) msg.toolCalls = t.toolCalls;
-    const history = text || t.toolCalls.length ? [...ctx.history, msg] : ctx.history;
-    // A tool call needs its result in the history for the next request.
-    return history.concat(t.toolCalls.map((c) => ({ role: 'tool' as const, content: JSON.stringify({ ok: true }), toolCallId: c.id, name: c.name })));
+    // The spoken text is a prefix of what was generated: each model call keeps its share of it.
+    const added: ChatMessage[] = [];
+    let used = 0;
+    for (const step of t.steps) {
+      const part = text.slice(used, used + step.text.length);
+      used += part.length;
+      // A tool call needs its result in the history for the next request.
+      added.push(...stepMessages({ text: part, calls: step.calls }));
+    }
+    const rest = text.slice(used);
+    if (t.open.length) added.push(...stepMessages({ text: rest, calls: t.open }));
+    else if (rest) added.push({ role: 'assistant', content: rest });
+    return added.length ? [...ctx.history, ...added] : ctx.history;
   };
 
   const userText = (ctx: Ctx) => (ctx.heard + (ctx.userSpeaking ? ctx.partial : '')).trim();
@@ -338,10 +469,11 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         return () => { stopped = true; };
       }),
       turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
+        const tools = (io.tools ??= createToolCalls(input.plan, deps, () => {}));
         const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m) => {
           io.turns.push(m);
           deps.onTurn?.(m);
-        });
+        }, tools);
         io.turn = run;
         run.run().catch((error) => {
           if (!run.ac.signal.aborted) sendBack({ type: 'turn.failed', error });
@@ -364,6 +496,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       reengageEnabled: ({ context }) => context.plan.reengage !== null,
       nudged: ({ context }) => context.nudged,
       interruptible: ({ context }) => context.plan.interruptible,
+      hasAnnouncement: ({ context }) => context.announcements.length > 0,
     },
     actions: {
       speechOn: assign({ userSpeaking: true, partial: '' }),
@@ -429,6 +562,18 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
       },
       endPending: assign(({ context }) => ({ endReason: context.endAfterTurn })),
+      endFromTool: assign(({ event }) => ({ endReason: event.type === 'turn.hangup' && event.reason ? event.reason : 'agent_hangup' })),
+      queueAnnouncement: assign(({ context, event }) => (event.type === 'tool.background' ? { announcements: [...context.announcements, event.result] } : {})),
+      /** A natural pause with background results waiting: the agent tells them (a new turn, no caller turn). */
+      announce: assign(({ context }) => ({
+        history: [...context.history, ...context.announcements.flatMap(announcementMessages)],
+        announcements: [],
+        reply: { kind: 'generate' as const, audio: true },
+        speechEndedAt: null,
+        recognitionMs: null,
+      })),
+      /** Ending the conversation cancels the tool calls still running (their attempts stay in the history). */
+      cancelTools: () => io.tools?.cancelAll(),
     },
   }).createMachine({
     id: 'session',
@@ -447,6 +592,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       failed: false,
       speechEndedAt: null,
       recognitionMs: null,
+      announcements: [],
     }),
     initial: 'initializing',
     states: {
@@ -473,6 +619,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
           'stt.speech_ended': { actions: 'speechOff' },
           'stt.partial': { actions: 'partial' },
           'stt.committed': { actions: 'committed' },
+          'tool.background': { actions: 'queueAnnouncement' },
         },
         initial: 'opening',
         states: {
@@ -480,6 +627,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
             always: [{ guard: 'hasFirstMessage', target: 'responding', actions: 'firstMessage' }, { target: 'idle' }],
           },
           idle: {
+            always: { guard: 'hasAnnouncement', target: 'responding', actions: 'announce' },
             after: {
               reengage: [
                 { guard: 'nudged', target: 'responding', actions: 'farewell' },
@@ -533,7 +681,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
                 { guard: 'callerPending', target: 'listening', actions: 'settle' },
                 { target: 'idle', actions: 'settle' },
               ],
-              'turn.hangup': { target: '#ended', actions: ['settle', { type: 'endWith', params: { reason: 'agent_hangup' } }] },
+              'turn.hangup': { target: '#ended', actions: ['settle', 'endFromTool'] },
               'turn.failed': { target: 'idle', actions: ['interrupt', 'turnFailed'] },
               'user.interrupt': { target: 'listening', actions: 'interrupt' },
               'user.message': { target: 'responding', reenter: true, actions: ['interrupt', 'takeTyped'] },
@@ -562,7 +710,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
           },
         },
       },
-      ended: { id: 'ended', type: 'final' },
+      ended: { id: 'ended', type: 'final', entry: 'cancelTools' },
     },
   });
 }
@@ -593,6 +741,10 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     }
   };
   const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p) => given.output.audio(p)) } };
+  // Background results reach the machine as events; after the end there is nobody to tell.
+  io.tools = createToolCalls(plan, deps, (result) => {
+    if (!done) actor.send({ type: 'tool.background', result });
+  });
   const machine = createSessionMachine(deps, io);
   const actor = createActor(machine, { input: { plan }, clock: deps.clock });
   let state: AgentState = 'initializing';
@@ -603,6 +755,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   const finish = (status: 'completed' | 'failed', reason: string) => {
     if (done) return;
     done = true;
+    io.tools?.cancelAll();
     io.turn?.stop();
     io.stt?.end();
     io.stt?.cancel();

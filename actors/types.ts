@@ -79,6 +79,7 @@ export type ServerMessage =
   | { topic: 'agent-event'; type: 'tool.started'; callId: string; toolName: string; toolSource: string; input: string; inputTruncated?: boolean }
   | { topic: 'agent-event'; type: 'tool.completed'; callId: string; toolName: string; toolSource: string; output: string; outputTruncated?: boolean }
   | { topic: 'agent-event'; type: 'tool.failed'; callId: string; toolName: string; toolSource: string; error: string }
+  | { topic: 'agent-event'; type: 'client_tool.call'; callId: string; toolName: string; params: Record<string, unknown>; expectsResponse: boolean }
   | { topic: 'agent-event'; type: 'error'; code: 'provider_error' | 'internal_error' };
 
 /** Where a session's output goes. Audio is already paced to real time when it arrives here. */
@@ -162,6 +163,12 @@ export interface SessionDeps {
   /** Tools offered to the model, besides `hang_up_call` (which the plan switches on). */
   tools?: SessionTool[];
   output: SessionOutput;
+  /**
+   * Knowledge retrieval: passages for the caller's latest text, best first, already within the
+   * context budget. Called before each reply to a caller turn; a rejection (or the signal's
+   * abort) means the turn proceeds without them.
+   */
+  retrieve?(query: string, signal: AbortSignal): Promise<string[]>;
   /** Durable writes; called in order, never awaited by the actor. */
   record(items: SessionItem[]): void;
   clock: Clock;

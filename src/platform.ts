@@ -12,8 +12,10 @@ import { SessionService } from './agent/sessions.ts';
 import { mountSessionRoutes } from './agent/sessions-routes.ts';
 import { runtimes, SessionRuntime } from './agent/runtime.ts';
 import { realClock } from '../actors/clock.ts';
-import { mountWebsocketTransport } from './transport/websocket.ts';
-import { livekitMinter } from './transport/livekit.ts';
+import { CONNECT_PATH, mountWebsocketTransport } from './transport/websocket.ts';
+import { nodeIdentity } from './transport/node-url.ts';
+import { SessionRegistry } from './state/session-registry.ts';
+import { LivekitAgents, livekitSessionMinter } from './transport/livekit-agent.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -34,6 +36,7 @@ import { TtsService } from './speech/tts.ts';
 import { mountTtsRoutes } from './speech/tts-routes.ts';
 import { AsrService } from './speech/asr.ts';
 import { CreditGate, recordUsage } from './speech/usage.ts';
+import { parseSpeechConcurrency, SpeechConcurrency } from './speech/concurrency.ts';
 import { mountAsrRoutes } from './speech/asr-routes.ts';
 import { resolveVoice, VoiceService } from './speech/voices.ts';
 import { mountVoiceRoutes } from './speech/voices-routes.ts';
@@ -174,10 +177,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     // Speech synthesis: /v1/tts, /v1/tts/stream/with-timestamp, wss /v1/tts/live, with tracing.
     const tracing = startTracing({ env: opts.env ?? process.env });
     cleanups.push(() => tracing.shutdown());
+    // Per-team speech concurrency cap (spend tier, or PARLEY_SPEECH_CONCURRENCY), shared by
+    // synthesis and transcription, native and compat (src/speech/concurrency.ts).
+    const speechConcurrency = new SpeechConcurrency({ state, sql: db.sql, log, override: parseSpeechConcurrency((opts.env ?? process.env).PARLEY_SPEECH_CONCURRENCY) });
+    cleanups.push(async () => speechConcurrency.close());
     const tts = new TtsService({
       inference, sql: db.sql, log, tracing,
       resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id),
       authenticate: (token, messages) => verifier!.verify(token, messages),
+      concurrency: speechConcurrency,
     });
     mountTtsRoutes(http, tts);
     mountLiveRoute(http, tts);
@@ -186,6 +194,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const asr = new AsrService(inference, {
       log,
       credit: new CreditGate(db.sql),
+      concurrency: speechConcurrency,
       tracing,
       onTranscribed: async (u) => void (await recordUsage(db.sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
     });
@@ -194,8 +203,22 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     // Session runtime (issue 7): the supervisor of every session actor on this node, and the
     // websocket transport at /v1/agent/sessions/connect. Its cleanup runs before the store closes.
-    const runtime = new SessionRuntime({ sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry, resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id) });
+    // The session registry says which node holds a live session (PARLEY_NODE_ID, PARLEY_NODE_URL):
+    // a resume reaching another node is sent here (close 4307 with the URL).
+    const node = nodeIdentity(opts.env ?? process.env, config.host, port);
+    const sessionRegistry = new SessionRegistry(state, { nodeId: node.id, url: `${node.url}${CONNECT_PATH}`, onError: (err) => log.warn({ err }, 'session registry refresh failed') });
+    // Recordings (issue 8): per-speaker tracks of sessions with record_audio, in PARLEY_RECORDINGS_DIR
+    // or S3-compatible storage (PARLEY_RECORDINGS_S3_*).
+    const { RecordingService, recordingsDir, s3ConfigFromEnv } = await import('./recordings/index.ts');
+    const recordingsAt = recordingsDir(opts.env ?? process.env, config.dataDir);
+    const recordings = new RecordingService({ sql: db.sql, box, log, dir: recordingsAt.dir, s3: s3ConfigFromEnv(opts.env ?? process.env) });
+    if (recordingsAt.ephemeral) cleanups.push(() => import('node:fs/promises').then((fs) => fs.rm(recordingsAt.dir, { recursive: true, force: true })));
+    const runtime = new SessionRuntime({ recordings, sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry, resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry });
     await runtime.start();
+    // With LiveKit configured, the agent joins each session's room (@livekit/rtc-node); it leaves
+    // its rooms after the runtime has drained the sessions (cleanups run in reverse).
+    const livekitAgents = config.livekit ? new LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
+    if (livekitAgents) cleanups.push(() => livekitAgents.close());
     cleanups.push(() => runtime.close(config.drainTimeoutMs));
     mountWebsocketTransport(http, runtime, log);
     runtimes.set(http, runtime);
@@ -210,10 +233,17 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       publicRatePerAgent: config.publicRatePerAgent,
       publicRatePerIp: config.publicRatePerIp,
       hasCapacity: () => runtime.hasCapacity(),
-      mintTransportToken: config.livekit ? livekitMinter(config.livekit) : undefined,
+      mintTransportToken: config.livekit && livekitAgents ? livekitSessionMinter(config.livekit, livekitAgents) : undefined,
       livekitUrl: config.livekit?.url,
     });
     mountSessionRoutes(http, sessions);
+    const { mountRecordingRoutes } = await import('./agent/recordings-routes.ts');
+    mountRecordingRoutes(http, recordings);
+    // Agent tests (issue 8): text-only runs of an agent against a scripted user, judged by criteria.
+    const { AgentTestService } = await import('./agent/agent-tests.ts');
+    const { mountAgentTestRoutes } = await import('./agent/agent-tests-routes.ts');
+    const agentTests = new AgentTestService({ sql: db.sql, inference, box, log, allow: config.outboundAllow });
+    mountAgentTestRoutes(http, agentTests);
 
     // Post-call webhooks and the tool test (issue 8). The worker delivers what ending a session
     // queued in Postgres; closing hands attempts in flight back to the queue before the store closes.
@@ -222,6 +252,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     });
     webhookWorker.start();
     cleanups.push(() => webhookWorker.close());
+    // Post-call analysis (issue 8): a durable job on the session row; settling queues call.analyzed.
+    const { AnalysisWorker } = await import('./analysis/index.ts');
+    const analysisWorker = new AnalysisWorker({ sql: db.sql, inference, log, backoffMs: parseBackoff((opts.env ?? process.env).PARLEY_ANALYSIS_BACKOFF_MS, 'PARLEY_ANALYSIS_BACKOFF_MS') });
+    analysisWorker.start();
+    cleanups.push(() => analysisWorker.close());
     mountWebhookRoutes(http, new WebhookDeliveryService(db.sql, { maxAttempts: webhookWorker.maxAttempts }));
     const testTools = new ToolService(db.sql, box);
     mountToolTestRoutes(http, new ToolTestService({ resolveTool: (teamId, id) => testTools.resolveToolForRuntime(teamId, id), allow: config.outboundAllow }));
@@ -229,7 +264,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     // Compatibility layer, families A, B and Groq-style (issue 6): /compat/v1, /compat/api/v1,
     // /compat/openai/v1, translated into the speech services above.
     const { mountOpenAiCompat } = await import('./compat/openai/index.ts');
-    mountOpenAiCompat(http, { tts, asr, authenticate: (token, messages) => verifier!.verify(token, messages) });
+    // Every compat realtime socket (families A, B, Groq and C) lives at most 3600 s (GAPS §12.3).
+    const compatLifetimeMs = 3600 * 1000;
+    mountOpenAiCompat(http, { tts, asr, authenticate: (token, messages) => verifier!.verify(token, messages), realtimeLifetimeMs: compatLifetimeMs });
+    // Errors the HTTP layer answers under /compat (404, 405, 413) come in each family's envelope.
+    (await import('./compat/errors.ts')).registerCompatEnvelopes(http);
 
     // Phone numbers (issue 9, "Numbers" and "Carriers"): the embedded sandbox carrier, the
     // routes, and the durable daily rental job on every node (SKIP LOCKED shares the work).
@@ -239,14 +278,37 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const { Carriers, SandboxCarrier, telephonyOf } = await import('./telephony/index.ts');
     const sandboxCarrier = new SandboxCarrier();
     telephonyOf.set(http, { sandbox: sandboxCarrier });
-    const phoneNumbers = new PhoneNumberService({ sql: db.sql, carriers: new Carriers([sandboxCarrier]), dailyPriceMicros: config.phoneNumberDailyPriceMicros, limit: config.phoneNumberLimit, log });
+    // Calls (issue 9, "Calls"): the sandbox phones at wss /v1/telephony/sandbox/calls, the
+    // livekit-sip carrier (provider `managed`) when LiveKit SIP is configured, inbound calls
+    // answered by the session runtime, and POST /v1/agent/phone-calls.
+    const env = opts.env ?? process.env;
+    const { livekitSipFromEnv, LivekitSipCarrier } = await import('./telephony/livekit-sip.ts');
+    const sip = config.livekit ? livekitSipFromEnv(env, config.livekit) : null;
+    const carriers = new Carriers(sip ? [sandboxCarrier, new LivekitSipCarrier(sip, log)] : [sandboxCarrier]);
+    const phoneNumbers = new PhoneNumberService({ sql: db.sql, carriers, dailyPriceMicros: config.phoneNumberDailyPriceMicros, limit: config.phoneNumberLimit, log });
     mountPhoneNumberRoutes(http, phoneNumbers);
+    const { PhoneCallService, phoneCallSettings } = await import('./agent/phone-calls.ts');
+    const { mountPhoneCallRoutes } = await import('./agent/phone-calls-routes.ts');
+    const phoneCalls = new PhoneCallService({
+      sql: db.sql, state, box, sessions, runtime, carriers, inference, log, outboundAllow: config.outboundAllow,
+      resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), settings: phoneCallSettings(env),
+    });
+    await phoneCalls.start();
+    cleanups.push(async () => {
+      await phoneCalls.close();
+      sandboxCarrier.calls.close();
+    });
+    mountPhoneCallRoutes(http, phoneCalls);
+    if ((env.PARLEY_SANDBOX_CALLS ?? 'on').toLowerCase() !== 'off') {
+      const { mountSandboxCalls } = await import('./telephony/sandbox-socket.ts');
+      mountSandboxCalls(http, sandboxCarrier.calls, { log, authenticate: (token) => verifier!.verify(token, { invalid: 'Invalid token', expired: 'Token expired' }) });
+    }
     const phoneRental = new PhoneRentalJob({ sql: db.sql, log });
     phoneRental.start();
     cleanups.push(() => phoneRental.stop());
 
     // Compat family C REST (issue 6): /compat/elevenlabs text to speech, speech to text, voices, models, user.
-    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, authenticate: (token, messages) => verifier!.verify(token, messages) });
+    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, state, timers: { lifetimeMs: compatLifetimeMs }, authenticate: (token, messages) => verifier!.verify(token, messages) });
 
     http.starting = false;
     health.ready = true;

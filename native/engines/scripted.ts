@@ -13,6 +13,10 @@
 //    reply is `To use <tool> I need <p1>, <p2>.` tool_choice "required" or a tool name
 //    forces a call of that (or the first) tool with whatever arguments were found.
 // 3. A user turn containing `say "<text>"` (or say: <text>) is answered with exactly <text>.
+// 3b. The system message carries knowledge passages (each between a `<passage>` line and a
+//    `</passage>` line) and the user turn shares a word (letters or digits, 3 or more, any
+//    case) with one of their sentences: the reply is the sentence sharing the most distinct
+//    words with the turn (ties: the earlier passage, then the earlier sentence).
 // 4. No user turn yet: `Hello! How can I help you?`
 // 5. Otherwise: `You said: <last user turn>`.
 // Text is streamed word by word (each delta is a word with its following space).
@@ -182,6 +186,29 @@ function fill(schema: Schema, key: string, convo: string[], users: string[]): un
   return '';
 }
 
+const wordSet = (text: string) => new Set((text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []));
+
+/** Rule 3b: the passage sentence that shares the most words with the turn, or null. */
+function fromPassages(messages: Message[], turn: string): string | null {
+  const system = messages.filter((m) => m.role === Role.SYSTEM).map((m) => m.content).join('\n');
+  const asked = wordSet(turn);
+  let best: string | null = null;
+  let bestScore = 0;
+  for (const m of system.matchAll(/^<passage>\n([\s\S]*?)\n<\/passage>$/gm)) {
+    for (const sentence of m[1]!.split(/(?<=[.!?。！？])\s+|\n+/u)) {
+      const s = sentence.trim();
+      if (!s) continue;
+      let score = 0;
+      for (const w of wordSet(s)) if (asked.has(w)) score++;
+      if (score > bestScore) {
+        best = s;
+        bestScore = score;
+      }
+    }
+  }
+  return best;
+}
+
 /** Runs the scripted model over a conversation. */
 export function runScripted(req: { messages: Message[]; tools: Tool[]; toolChoice: string; structuredSchema?: string; maxTokens: number }): ScriptedResult {
   const inputTokens = req.messages.reduce((n, m) => n + tokens(m.content), 0) + req.tools.reduce((n, t) => n + tokens(t.parametersJsonSchema), 0);
@@ -230,6 +257,8 @@ export function runScripted(req: { messages: Message[]; tools: Tool[]; toolChoic
   }
   const say = /\bsay\s*(?:"([^"]*)"|:\s*(.+))/iu.exec(turn);
   if (say) return reply((say[1] ?? say[2] ?? '').trim());
+  const known = turn ? fromPassages(req.messages, turn) : null;
+  if (known) return reply(known);
   if (userTurns(req.messages).length === 0) return reply('Hello! How can I help you?');
   return reply(`You said: ${turn}`);
 }

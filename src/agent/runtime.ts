@@ -11,7 +11,7 @@ import type client from 'prom-client';
 import type { Clock } from '../../actors/clock.ts';
 import type { SessionHandle } from '../../actors/session.ts';
 import { Supervisor } from '../../actors/supervisor.ts';
-import type { ChatMessage, LlmEvent, ServerMessage, SessionBackend, SessionEnd, SessionItem, SessionOutput, SessionPlan, SttEvent, Timed, TtsEvent } from '../../actors/types.ts';
+import type { ChatMessage, LlmEvent, ServerMessage, SessionBackend, SessionEnd, SessionItem, SessionOutput, SessionPlan, SessionTool, SttEvent, Timed, TtsEvent } from '../../actors/types.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16, type Resampler } from '../audio/index.ts';
 import { AudioEncoding, Role } from '../gen/inference/v1/inference_pb.ts';
@@ -19,11 +19,18 @@ import type { InferenceClient, SynthesizeInput } from '../inference/index.ts';
 import type { VoiceResolver } from '../speech/request.ts';
 import type { Logger } from '../log.ts';
 import type { SharedState } from '../state/index.ts';
+import type { SessionRegistry } from '../state/session-registry.ts';
 import type { Sql } from '../store/db.ts';
 import { appendSessionItems, getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from '../store/sessions.ts';
 import type { StoredDraft } from './config/index.ts';
 import { DEFAULT_VOICE_ID } from './config/defaults.ts';
+import { knowledgeRetriever } from './knowledge-retrieval.ts';
+import type { SessionRecorder } from '../recordings/index.ts';
+import { customLlmGenerate, type LlmFailure } from './custom-llm.ts';
+import type { SecretBox } from '../crypto/secrets.ts';
 import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL } from './sessions.ts';
+import { createSessionTools, toolSystemValues, type ClientToolResult } from './tool-runtime.ts';
+import type { Resolver } from '../net/index.ts';
 import { promptVariables, renderTemplate, systemVariables, worldContext, type VariableValue } from './variables.ts';
 
 /** How often expired pending sessions are swept for refunds. */
@@ -64,7 +71,7 @@ export function buildPlan(session: SessionRow, config: StoredDraft): SessionPlan
   const created = new Date(session.created_at);
   const vars: Record<string, VariableValue> = {
     ...promptVariables(session.dynamic_variables ?? {}),
-    ...systemVariables({ channel: 'web_voice', timezone: session.timezone, now: created, language, callerNumber: session.caller_number, dialedNumber: session.dialed_number }),
+    ...systemVariables({ channel: session.source !== 'phone' ? 'web_voice' : session.direction === 'outbound' ? 'phone_outbound' : 'phone_inbound', timezone: session.timezone, now: created, language, callerNumber: session.caller_number, dialedNumber: session.dialed_number }),
   };
   const render = (text: string) => renderTemplate(text, vars);
   const p = config.prompt;
@@ -176,6 +183,32 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
   };
 }
 
+/**
+ * The backend with `generate` replaced by the agent's custom LLM endpoint when its config has
+ * `llm.custom` (GAPS.md §10; never a fallback to a platform model). Otherwise unchanged.
+ */
+function withCustomLlm(
+  backend: SessionBackend,
+  config: StoredDraft,
+  o: { session: SessionRow; plan: SessionPlan; box?: SecretBox; allow?: string[]; log: Logger; onFailure(f: LlmFailure): void },
+): SessionBackend {
+  const custom = config.llm?.custom;
+  if (!custom || !o.box) return backend;
+  const generate = customLlmGenerate({
+    custom,
+    box: o.box,
+    sessionId: o.session.id,
+    endUserId: o.session.end_user_id,
+    language: o.plan.language,
+    outbound: o.allow ? { allow: o.allow } : undefined,
+    onFailure: (f) => {
+      o.log.warn({ reason: f.reason, status: f.status, consecutive: f.consecutive, fatal: f.fatal }, 'custom LLM endpoint failed');
+      o.onFailure(f);
+    },
+  });
+  return { ...backend, generate };
+}
+
 /** What a transport gives a live session to talk to its client. */
 export interface ClientLink {
   message(m: ServerMessage | SessionMessage): void;
@@ -187,7 +220,9 @@ export interface ClientLink {
 /** Session-level messages of the transport (not part of GAPS.md §5). */
 export type SessionMessage =
   | { topic: 'session'; type: 'session.started'; sessionId: string; resume: string; resumed: boolean; sampleRateHz: number }
-  | { topic: 'session'; type: 'session.ended'; reason: string };
+  | { topic: 'session'; type: 'session.ended'; reason: string }
+  /** Sent to a resume that reached a node not holding the session, just before close code 4307. */
+  | { topic: 'session'; type: 'session.moved'; sessionId: string; url: string };
 
 /** Why a connection is refused: a close code and its reason. */
 export class ConnectRefused extends Error {
@@ -207,6 +242,8 @@ export interface LiveSession {
   attach(link: ClientLink): void;
   /** The client's socket closed: `clean` ends the session, a drop starts the grace period. */
   detach(link: ClientLink, how: 'clean' | 'drop'): void;
+  /** A client's `client_tool.result`: settles the call that waits for it; unknown or settled ids are ignored. */
+  clientToolResult(r: ClientToolResult): void;
 }
 
 export interface RuntimeOptions {
@@ -221,6 +258,14 @@ export interface RuntimeOptions {
   reconnectGraceMs?: number;
   /** Stored voice models (src/speech/voices.ts `resolveVoice`, bound to the store). */
   resolveVoice?: VoiceResolver;
+  /** Opens sealed config secrets (the custom LLM key); without it custom-LLM sessions are refused. */
+  box?: SecretBox;
+  /** Which node holds each live session (shared state), for resumes that reach another node. */
+  sessionRegistry?: SessionRegistry;
+  /** `host:port` entries the custom LLM client may reach despite the SSRF guard (`PARLEY_OUTBOUND_ALLOW`). */
+  outboundAllow?: string[];
+  /** Per-speaker recording of sessions with `record_audio` (src/recordings/); none when unset. */
+  recordings?: { start(sessionId: string, now: () => number): SessionRecorder };
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
@@ -230,6 +275,8 @@ export class SessionRuntime {
   readonly nodeId: string;
   /** The clock new sessions run on (tests swap in a `TestClock`). */
   clock: Clock;
+  /** Name resolution for webhook tool calls of new sessions (default: the system's; tests inject one). */
+  toolLookup?: Resolver;
   private readonly live = new Map<string, LiveSession>();
   private unsubscribe: (() => Promise<void>) | null = null;
 
@@ -247,6 +294,7 @@ export class SessionRuntime {
       refundExpiredHolds(this.o.sql).catch((err) => this.o.log.warn({ err }, 'expired session holds not refunded'));
     }, EXPIRED_SWEEP_MS);
     this.sweep.unref();
+    this.o.sessionRegistry?.start();
   }
 
   private sweep: NodeJS.Timeout | null = null;
@@ -271,12 +319,12 @@ export class SessionRuntime {
       if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
       if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
       if (!(await markSessionActive(this.o.sql, sessionId, this.nodeId))) throw new ConnectRefused(4401, 'Invalid or expired token');
-      if (rt.config.llm?.custom) {
-        // Custom LLM endpoints are not wired into the runtime yet; never fall back to a platform model.
+      if (rt.config.llm?.custom && !this.o.box) {
+        // Without the secret box the endpoint's key cannot be opened; never fall back to a platform model.
         await markSessionEnded(this.o.sql, sessionId, { status: 'failed', reason: 'llm_endpoint_failure' });
         throw new ConnectRefused(4500, 'Custom LLM endpoints are not supported by this runtime yet');
       }
-      return this.launch(rt.session, rt.config);
+      return this.launch(rt.session, rt.config, { pinned: rt.pinned });
     } finally {
       release();
     }
@@ -292,7 +340,42 @@ export class SessionRuntime {
     return s;
   }
 
-  private launch(session: SessionRow, config: StoredDraft): LiveSession {
+  /**
+   * For a resume of a session this node does not hold: the connect URL of the node that
+   * does (the client reconnects there). 4404 when no other node holds it, 4401 for a wrong
+   * secret (checked against the hash the owner registered).
+   */
+  async locate(sessionId: string, secret: string): Promise<string> {
+    const owner = sessionId ? await this.o.sessionRegistry?.lookup(sessionId) : null;
+    if (!owner || owner.node === this.nodeId) throw new ConnectRefused(4404, 'Session is not live');
+    const expected = Buffer.from(owner.resume, 'hex');
+    if (expected.length !== 32 || !timingSafeEqual(sha256(secret), expected)) throw new ConnectRefused(4401, 'Invalid resume secret');
+    return owner.url;
+  }
+
+  /**
+   * Starts a phone session directly (no token: the carrier's call is the connection). Refusals
+   * as with `connect`: 4503 at the node's cap, 4404 when the session is not pending.
+   * `tools` are offered to the model besides the plan's own (the phone's `transfer_call`).
+   */
+  async startCall(sessionId: string, extra: { tools?: SessionTool[] } = {}): Promise<LiveSession> {
+    const release = this.supervisor.reserve();
+    if (!release) throw new ConnectRefused(4503, 'Session capacity reached on this node');
+    try {
+      const rt = await getSessionRuntime(this.o.sql, sessionId);
+      if (!rt || rt.session.status !== 'pending') throw new ConnectRefused(4404, 'Session is not pending');
+      if (!(await markSessionActive(this.o.sql, sessionId, this.nodeId))) throw new ConnectRefused(4404, 'Session is not pending');
+      if (rt.config.llm?.custom && !this.o.box) {
+        await markSessionEnded(this.o.sql, sessionId, { status: 'failed', reason: 'llm_endpoint_failure' });
+        throw new ConnectRefused(4500, 'Custom LLM endpoints are not supported by this runtime yet');
+      }
+      return this.launch(rt.session, rt.config, { ...extra, pinned: rt.pinned });
+    } finally {
+      release();
+    }
+  }
+
+  private launch(session: SessionRow, config: StoredDraft, extra: { tools?: SessionTool[]; pinned?: unknown } = {}): LiveSession {
     const plan = buildPlan(session, config);
     const log = this.o.log.child({ sessionId: session.id });
     const resume = randomBytes(24).toString('base64url');
@@ -304,17 +387,43 @@ export class SessionRuntime {
     const record = (items: SessionItem[]) => {
       writes = writes.then(() => appendSessionItems(this.o.sql, session.id, items)).catch((err) => log.error({ err }, 'session items not stored'));
     };
+    // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
+    let endWhenIdle: string | null = null;
+    // Recording taps the audio here, outside the actor: caller frames in, agent frames out.
+    const recorder = session.record_audio ? (this.o.recordings?.start(session.id, () => clock.now()) ?? null) : null;
     const output: SessionOutput = {
-      message: (m) => link?.message(m),
-      audio: (pcm) => link?.audio(pcm),
+      message: (m) => {
+        link?.message(m);
+        if (endWhenIdle && m.topic === 'lk.agent.state' && (m.state === 'idle' || m.state === 'listening')) handle.end(endWhenIdle);
+      },
+      audio: (pcm) => {
+        recorder?.agent(pcm);
+        link?.audio(pcm);
+      },
     };
     const chatModel = `llm-${config.llm?.tier ?? 'medium'}`;
+    // The webhook and client tools the version pinned at publish (src/agent/tool-runtime.ts).
+    const sessionTools = this.o.box
+      ? createSessionTools({
+        pinned: extra.pinned ?? null, config: config.tools, box: this.o.box, clock, log, output,
+        outbound: { allow: this.o.outboundAllow ?? [], lookup: this.toolLookup },
+        system: toolSystemValues(session, plan.language), sealedSecrets: session.secret_variables,
+      })
+      : null;
     const handle = this.supervisor.start(
       plan,
-      { backend: inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log }), output, record, clock, log },
+      { backend: withCustomLlm(inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log }), config, {
+        session, plan, box: this.o.box, allow: this.o.outboundAllow, log,
+        onFailure: (f) => {
+          record([{ type: 'llm.endpoint_error', payload: { ...f, created_at: new Date(clock.now()).toISOString() } } as unknown as SessionItem]);
+          output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+          if (f.fatal) endWhenIdle = 'llm_endpoint_failure';
+        },
+      }), output, record, clock, log, retrieve: knowledgeRetriever(this.o.sql, { config, pinned: extra.pinned, log }), tools: [...(sessionTools?.tools ?? []), ...(extra.tools ?? [])] },
       async (e: SessionEnd) => {
         if (grace !== null) clock.clearTimeout(grace);
         this.live.delete(session.id);
+        this.o.sessionRegistry?.release(session.id).catch((err) => log.warn({ err }, 'session registry entry not removed'));
         const l = link;
         link = null;
         if (l) {
@@ -322,14 +431,25 @@ export class SessionRuntime {
           l.close(1000, e.reason);
         }
         await writes;
+        // An endpoint that failed for good is a runtime failure, though the call ended in order.
+        if (e.reason === 'llm_endpoint_failure') e = { ...e, status: 'failed' };
         await markSessionEnded(this.o.sql, session.id, { status: e.status, reason: e.reason, metrics: { turns: e.turns } });
+        await recorder?.finish();
         log.info({ status: e.status, reason: e.reason, turns: e.turns.length }, 'session ended');
       },
     );
+    if (recorder) {
+      const send = handle.sendAudio.bind(handle);
+      handle.sendAudio = (pcm) => {
+        recorder.user(pcm);
+        send(pcm);
+      };
+    }
     const live: LiveSession = {
       id: session.id,
       handle,
       resume,
+      clientToolResult: (r) => void sessionTools?.client.deliver(r),
       attach: (l) => {
         if (grace !== null) clock.clearTimeout(grace);
         grace = null;
@@ -349,6 +469,7 @@ export class SessionRuntime {
       },
     };
     this.live.set(session.id, live);
+    this.o.sessionRegistry?.claim(session.id, sha256(resume).toString('hex')).catch((err) => log.warn({ err }, 'session not registered; resumes through other nodes will fail'));
     log.info({ transport: session.transport }, 'session started');
     return live;
   }
@@ -358,6 +479,7 @@ export class SessionRuntime {
     if (this.sweep) clearInterval(this.sweep);
     await this.unsubscribe?.().catch(() => {});
     await this.supervisor.drain('shutdown', timeoutMs);
+    await this.o.sessionRegistry?.close();
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { analysisEntity, toAnalysisView } from '../analysis/index.ts';
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
@@ -198,7 +199,7 @@ export const sessionDetail = sessionListRow.extend({
   ended_reason: z.string().nullable(),
   metrics: z.unknown().describe('Per-turn latency as recorded by the runtime, or null'),
   items: z.array(sessionItem),
-  analysis: z.null(),
+  analysis: analysisEntity.nullable().describe('Post-call analysis (GAPS.md §8.2); null until it settles'),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -254,7 +255,7 @@ export function toDetail(r: SessionRow, items: SessionItemRow[]): z.infer<typeof
     ended_reason: r.ended_reason,
     metrics: r.metrics ?? null,
     items: toItems(items),
-    analysis: null,
+    analysis: toAnalysisView(r),
   };
 }
 
@@ -278,6 +279,23 @@ export interface SessionServiceDeps {
   /** Defaults to handing out the session token itself with `livekitUrl`. */
   mintTransportToken?: MintTransportToken;
   now?: () => number;
+}
+
+/** A phone call's session (`SessionService.createPhone`). */
+export interface PhoneSessionRequest {
+  teamId: string;
+  agentId: string;
+  direction: 'inbound' | 'outbound';
+  /** The calling party: the caller (inbound) or our number (outbound). */
+  callerNumber: string;
+  /** The called party: our number (inbound) or the person dialed (outbound). */
+  dialedNumber: string;
+  dynamicVariables?: Record<string, VariableValue>;
+  overrides?: Overrides;
+  metadata?: Record<string, unknown>;
+  /** The zone of the human party's country when it has only one (GAPS.md §9 step 4). */
+  phoneZone?: string | null;
+  expiresInMs: number;
 }
 
 export interface CreateRequest {
@@ -398,6 +416,66 @@ export class SessionService {
       out.websocket_url = `${scheme}://${req.host || 'localhost'}/v1/agent/sessions/connect`;
     }
     return out;
+  }
+
+  /**
+   * A session for a phone call (inbound to a bound number, or outbound through
+   * `POST /v1/agent/phone-calls`): the same agent checks, capacity and up-front hold as
+   * `create`, without a client token (the carrier's call is the connection; the runtime starts
+   * it with `startCall`). Check order: agent (404) → archived / unpublished (409) → overrides
+   * (400) → capacity (503) → credit (402, in the insert). `expiresInMs`: how long the session
+   * may stay pending (ringing) before its hold is refunded by the sweep.
+   */
+  async createPhone(o: PhoneSessionRequest): Promise<SessionRow> {
+    const agent = await getSessionForCreation(this.deps.sql, o.agentId, o.teamId);
+    if (!agent) throw notFound('Agent');
+    if (agent.status === 'archived') throw new ServiceError('conflict', 'Agent is archived');
+    if (agent.version_number === null) throw new ServiceError('conflict', 'Agent has no published version');
+    const overrides = o.overrides ?? {};
+    for (const field of Object.keys(overrides)) {
+      const gate = field === 'first_message_prompt' ? 'first_message' : field;
+      if (!agent.overrides_allowed.includes(gate)) throw new ServiceError('bad_request', `Override not allowed: ${field}`);
+    }
+    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    const config = agent.config!;
+    const { plain, secret } = splitSecretVariables(o.dynamicVariables ?? {});
+    const human = o.direction === 'inbound' ? o.callerNumber : o.dialedNumber;
+    const price = this.deps.pricePerMinuteMicros;
+    const row = await insertSession(
+      this.deps.sql,
+      {
+        id: newId('sess'),
+        team_id: agent.team_id,
+        agent_id: agent.id,
+        agent_name: agent.name,
+        version_number: agent.version_number,
+        config_hash: agent.config_hash!,
+        name: null,
+        source: 'phone',
+        direction: o.direction,
+        transport: 'websocket',
+        expires_at: new Date(this.now() + o.expiresInMs),
+        max_duration_seconds: config.conversation.max_duration_seconds,
+        overrides: overrides as Record<string, string>,
+        dynamic_variables: plain,
+        secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
+        tool_events: true,
+        end_user_id: null,
+        metadata: o.metadata ?? {},
+        record_audio: config.conversation.record_audio,
+        timezone: resolveTimezone({ agent: config.conversation.timezone, phone: o.phoneZone ?? null }),
+        client_timezone: null,
+        world_context: true,
+        price_per_minute_micros: price,
+        // GAPS.md §4.3: on outbound calls `caller_number` is the person dialed.
+        caller_number: human,
+        dialed_number: o.direction === 'inbound' ? o.dialedNumber : o.callerNumber,
+        token_hash: createHash('sha256').update(randomBytes(32)).digest('hex'),
+      },
+      { mode: 'hold', amountMicros: price },
+    );
+    if (!row) throw new ServiceError('payment_required', 'Out of API credit');
+    return row;
   }
 
   /** The client IP's window first: a client over its own limit does not use up the agent's shared window. */

@@ -84,7 +84,8 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Headers that survive a redirect to another origin; everything else may carry a secret. */
 const CROSS_ORIGIN_SAFE = new Set(['accept', 'accept-language', 'content-type', 'user-agent']);
 
-const systemResolver: Resolver = async (hostname) => {
+/** The system resolver (`dns.lookup`, every address). Shared with `stream.ts`. */
+export const systemResolver: Resolver = async (hostname) => {
   const found = await dns.lookup(hostname, { all: true, verbatim: true });
   return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
@@ -100,7 +101,8 @@ class BlockedAddressError extends Error {
   }
 }
 
-function guardedLookup(resolve: Resolver, exempt: boolean): LookupFunction {
+/** The socket's own lookup: every resolved address must be public unless `exempt` (allow-listed). Shared with `stream.ts`. */
+export function guardedLookup(resolve: Resolver, exempt: boolean): LookupFunction {
   return (hostname: string, options: LookupOptions, callback) => {
     resolve(hostname).then(
       (found) => {
@@ -154,7 +156,8 @@ function flattenHeaders(raw: http.IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
-function transportError(err: NodeJS.ErrnoException, gotResponse: boolean): OutboundError {
+/** Maps a socket or lookup failure to an `OutboundError`. Shared with `stream.ts`. */
+export function transportError(err: NodeJS.ErrnoException, gotResponse: boolean): OutboundError {
   if (err instanceof BlockedAddressError) {
     return new OutboundError('bad_request', `Outbound request blocked: host resolves to a non-public address (${describeRange(err.range)})`, 'ssrf_blocked', { cause: err });
   }

@@ -12,3 +12,4 @@ export {
   type Resolver,
   type ResolvedAddress,
 } from './fetch.ts';
+export { outboundStream, type OutboundStream, type OutboundStreamInit } from './stream.ts';

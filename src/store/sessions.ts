@@ -51,6 +51,11 @@ export interface SessionRow {
   node_id: string | null;
   metrics: unknown;
   token_hash: string;
+  /** Post-call analysis (migration 009): null (none: never joined), queued, running, completed, skipped, error. */
+  analysis_status?: string | null;
+  /** The settled analysis entity (GAPS.md §8.2), null until settled. */
+  analysis?: unknown;
+  analysis_finished_at?: Date | null;
 }
 
 export type NewSession = Omit<
@@ -176,8 +181,9 @@ export async function markSessionEnded(
       update sessions s set
         status = ${end.status}, ended_at = n.ts, ended_reason = ${end.reason}, metrics = ${metrics},
         charged_micros = case when s.started_at is null then 0
-          else greatest(1, ceil(extract(epoch from (n.ts - s.started_at)) / 60))::bigint * s.price_per_minute_micros end
-      from n, (select id, charged_micros as held from sessions where id = ${sessionId}) o
+          else greatest(1, ceil(extract(epoch from (n.ts - s.started_at)) / 60))::bigint * s.price_per_minute_micros end,
+        ${analysisOnEnd(sql)}
+      from n, (select x.id, x.charged_micros as held, ${analysisRuns(sql)} as run_analysis from sessions x where x.id = ${sessionId}) o
       where s.id = o.id and s.status in ('pending', 'active')
       returning s.*, s.charged_micros - o.held as diff
     ),
@@ -189,6 +195,34 @@ export async function markSessionEnded(
     webhooks as (${postCallQueueCte(sql)})
     select id from ended`;
   return rows.length === 1;
+}
+
+/**
+ * Whether the analysis of session row `x` makes a model call (GAPS.md §8.2): the version it ran
+ * has analysis enabled (summary on, or a data field or criterion) and the caller said something.
+ * False otherwise, including when the version is gone.
+ */
+function analysisRuns(sql: Sql) {
+  return sql`coalesce((
+    select (coalesce((v.config->'analysis'->'summary'->>'enabled')::boolean, true)
+            or jsonb_array_length(coalesce(v.config->'analysis'->'data_fields', '[]'::jsonb)) > 0
+            or jsonb_array_length(coalesce(v.config->'analysis'->'criteria', '[]'::jsonb)) > 0)
+      and exists (select 1 from session_items i where i.session_id = x.id and i.type = 'message' and i.payload->>'role' = 'user')
+    from agent_versions v where v.agent_id = x.agent_id and v.version_number = x.version_number), false)`;
+}
+
+/**
+ * The analysis columns an end sets (issue 8): a session someone joined gets its analysis
+ * `queued` (due now; the analysis worker runs it) or settled as `skipped` at once; a session
+ * nobody joined gets none (status null, like an expired pending one). Needs `n.ts` and `o.run_analysis`.
+ */
+function analysisOnEnd(sql: Sql) {
+  return sql`
+    analysis_status = case when s.started_at is null then null when o.run_analysis then 'queued' else 'skipped' end,
+    analysis = case when s.started_at is not null and not o.run_analysis
+      then '{"status":"skipped","summary":null,"data":[],"criteria_results":[]}'::jsonb end,
+    analysis_due_at = case when s.started_at is not null and o.run_analysis then n.ts end,
+    analysis_finished_at = case when s.started_at is not null and not o.run_analysis then n.ts end`;
 }
 
 export interface SessionItemRow {

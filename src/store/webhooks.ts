@@ -26,6 +26,22 @@ export interface DeliveryRow {
 }
 
 /**
+ * The `session` object of a post-call body (GAPS.md §8.1), built from a `sessions` row aliased
+ * `e` (compact JSON; `metadata` embedded as the stored `json` text, so verbatim).
+ */
+function sessionSnapshot(sql: Sql) {
+  return sql`
+    select row_to_json(x) as session from (
+      select e.id, e.agent_id, e.agent_name, null::text as branch_id, e.source, e.status, e.direction,
+             e.dial_status, e.answered_by, null::text as batch_call_id,
+             to_char(e.started_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_started_at,
+             to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_ended_at,
+             round(extract(epoch from (e.ended_at - e.started_at)))::int as duration_seconds,
+             coalesce(e.end_user_id, '') as end_user_id, e.metadata, e.config_hash
+    ) x`;
+}
+
+/**
  * The body of a data-modifying CTE that queues the post-call deliveries of the sessions a
  * statement just ended. Contract: the enclosing statement has a CTE named `ended` whose rows
  * are `sessions` rows as updated (`returning s.*`). Run inside that statement, the queue is
@@ -34,9 +50,10 @@ export interface DeliveryRow {
  * Which sessions: every one that started (someone joined) and is not a preview
  * (`source = 'dashboard'`); a session nobody joined sends nothing, like an expired pending one.
  * Which endpoints: every `webhooks.post_call` entry of the version the session ran.
- * What: `call.ended` (seq 1), then `call.analyzed` (seq 2) with the `skipped` analysis.
- * Bodies are built here once (compact JSON, `metadata` embedded as the stored `json` text, so
- * verbatim) and never rebuilt: every attempt sends the same bytes.
+ * What: `call.ended` (seq 1); and `call.analyzed` (seq 2) at once when the same statement
+ * settled the analysis as `skipped` (analysis disabled, or no user message). A queued analysis
+ * queues its `call.analyzed` when it settles (`analyzedQueueCte`).
+ * Bodies are built here once and never rebuilt: every attempt sends the same bytes.
  */
 export function postCallQueueCte(sql: Sql) {
   return sql`
@@ -46,24 +63,40 @@ export function postCallQueueCte(sql: Sql) {
     from ended e
     join agent_versions v on v.agent_id = e.agent_id and v.version_number = e.version_number
     cross join lateral jsonb_array_elements(coalesce(v.config->'webhooks'->'post_call', '[]'::jsonb)) with ordinality as w(ep, ord)
-    cross join lateral (
-      select row_to_json(x) as session from (
-        select e.id, e.agent_id, e.agent_name, null::text as branch_id, e.source, e.status, e.direction,
-               e.dial_status, e.answered_by, null::text as batch_call_id,
-               to_char(e.started_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_started_at,
-               to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_ended_at,
-               round(extract(epoch from (e.ended_at - e.started_at)))::int as duration_seconds,
-               coalesce(e.end_user_id, '') as end_user_id, e.metadata, e.config_hash
-      ) x
-    ) s
+    cross join lateral (${sessionSnapshot(sql)}) s
     cross join lateral (
       select 1 as seq, 'call.ended' as event, (select row_to_json(p)::text from (select 'call.ended' as event, s.session, e.ended_reason) p) as body
       union all
       select 2, 'call.analyzed', (select row_to_json(p)::text from (
         select 'call.analyzed' as event, s.session, '{"status":"skipped","summary":null,"data":[],"criteria_results":[]}'::json as analysis, null::text as error,
                to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as finished_at) p)
+      where e.analysis_status = 'skipped'
     ) ev
     where e.started_at is not null and e.source <> 'dashboard'`;
+}
+
+/**
+ * The body of a data-modifying CTE that queues `call.analyzed` (seq 2) for sessions whose
+ * analysis a statement just settled. Contract: the enclosing statement has a CTE named
+ * `analyzed` of `sessions` rows as updated, with `analysis` (the entity), `analysis_finished_at`
+ * set, and `error` given here (null unless the analysis failed). Same endpoints and session
+ * snapshot as `postCallQueueCte`; an analysis settled twice queues nothing the second time.
+ */
+export function analyzedQueueCte(sql: Sql, error: string | null) {
+  return sql`
+    insert into webhook_deliveries (id, team_id, session_id, endpoint_index, url, secret_sealed, event, seq, body, next_attempt_at)
+    select 'whd_' || substr(md5(gen_random_uuid()::text), 1, 24), e.team_id, e.id, (w.ord - 1)::int,
+           w.ep->>'url', w.ep->'secret'->>'sealed', 'call.analyzed', 2,
+           (select row_to_json(p)::text from (
+             select 'call.analyzed' as event, s.session, e.analysis::json as analysis, ${error}::text as error,
+                    to_char(e.analysis_finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as finished_at) p),
+           clock_timestamp()
+    from analyzed e
+    join agent_versions v on v.agent_id = e.agent_id and v.version_number = e.version_number
+    cross join lateral jsonb_array_elements(coalesce(v.config->'webhooks'->'post_call', '[]'::jsonb)) with ordinality as w(ep, ord)
+    cross join lateral (${sessionSnapshot(sql)}) s
+    where e.started_at is not null and e.source <> 'dashboard'
+    on conflict (session_id, endpoint_index, seq) do nothing`;
 }
 
 /**

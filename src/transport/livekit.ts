@@ -5,9 +5,8 @@
  * topics) and the token lives until the session's `expires_at`: the client must join
  * before then, like with every transport.
  *
- * Not done yet: the agent participant (@livekit/rtc-node joining the room, publishing its
- * audio track, subscribing to the caller's, the `agent-event` / `client-event` data topics
- * and the `lk.agent.state` attribute). See docs/websocket-transport.md, "LiveKit".
+ * The agent participant (joining the room, audio, data topics, `lk.agent.state`) is
+ * `livekit-agent.ts`.
  */
 import { AccessToken } from 'livekit-server-sdk';
 

@@ -34,6 +34,8 @@ export const CLOSE = {
   replaced: 4409,
   internal: 4500,
   capacity: 4503,
+  /** A resume reached a node that does not hold the session; `session.moved` named the owner's URL. */
+  moved: 4307,
 } as const;
 
 interface UserData {
@@ -65,7 +67,10 @@ export function parseClientEvent(text: string): ClientEvent | null {
     if (typeof e.text !== 'string' || e.text.trim() === '') return null;
     return { type: 'user.message', text: e.text, ...(e.audio === false ? { audio: false } : {}) };
   }
-  if (e.type === 'client_tool.result') return null; // no client tools are declared yet: every id is unknown
+  if (e.type === 'client_tool.result') {
+    if (typeof e.callId !== 'string' || e.callId === '') return null;
+    return { type: 'client_tool.result', callId: e.callId, ...('result' in e ? { result: e.result } : {}), ...(e.isError === true ? { isError: true } : {}) };
+  }
   return { type: e.type as 'user.activity' | 'user.interrupt' | 'user.hangup' };
 }
 
@@ -135,7 +140,13 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         try {
           attach(runtime.resume(d.sessionId, d.resume), true);
         } catch (err) {
-          fail(err);
+          if (!(err instanceof ConnectRefused && err.code === CLOSE.notLive)) return fail(err);
+          // Not live here: another node may hold it (session registry). The client reconnects
+          // there itself (docs/decisions.md, "Cross-node resume"): no media is proxied.
+          runtime.locate(d.sessionId, d.resume).then((url) => {
+            link.message({ topic: 'session', type: 'session.moved', sessionId: d.sessionId, url });
+            refuse(CLOSE.moved, 'Session is live on another node');
+          }, fail);
         }
       } else {
         runtime.connect(d.token).then((live) => attach(live, false), fail);
@@ -154,7 +165,10 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         return;
       }
       const e = parseClientEvent(Buffer.from(message).toString('utf8'));
-      if (e) live.handle.send(e);
+      if (!e) return;
+      // A client tool's answer goes to the call that waits for it, not through the conversation.
+      if (e.type === 'client_tool.result') live.clientToolResult(e);
+      else live.handle.send(e);
     },
     close: (ws, code) => {
       const d = ws.getUserData();

@@ -17,7 +17,7 @@ async function connected(options: Parameters<typeof start>[1] = {}) {
 
 t.test('unknown transports fail with unsupported_transport, never a fallback', async (t) => {
   FakeWebSocket.instances = [];
-  for (const transport of ['livekit', 'sip', undefined]) {
+  for (const transport of ['sip', 'carrier-pigeon', undefined]) {
     await t.rejects(start({ ...session, transport } as never, { WebSocket: WS }), { name: 'ClientError', code: 'unsupported_transport' });
   }
   t.equal(FakeWebSocket.instances.length, 0, 'nothing was opened');
@@ -120,4 +120,35 @@ t.test('the microphone hook streams frames once connected and stops at the end',
   ws.serverSend({ topic: 'session', type: 'session.ended', reason: 'max_duration' });
   t.same(await convo.ended, { reason: 'max_duration' });
   t.ok(stopped);
+});
+
+t.test('a resume answered with session.moved (close 4307) follows the owner URL at once, at most 2 hops, and stays there', async (t) => {
+  const { convo, ws } = await connected();
+  ws.serverClose(1006);
+  for (let i = 0; i < 100 && FakeWebSocket.instances.length < 2; i++) await tick();
+  const other = FakeWebSocket.instances[1];
+  other.serverSend({ topic: 'session', type: 'session.moved', sessionId: 'sess_1', url: 'ws://node-a.test/v1/agent/sessions/connect' });
+  other.serverClose(4307, 'Session is live on another node');
+  for (let i = 0; i < 100 && FakeWebSocket.instances.length < 3; i++) await tick();
+  const owner = FakeWebSocket.instances[2];
+  t.equal(owner.url, 'ws://node-a.test/v1/agent/sessions/connect?session_id=sess_1&resume=r1', 'no backoff wait, same session_id and resume');
+  owner.serverSend({ topic: 'session', type: 'session.started', sessionId: 'sess_1', resume: 'r1', resumed: true, sampleRateHz: 16000 });
+  await tick();
+  owner.serverClose(1006);
+  for (let i = 0; i < 200 && FakeWebSocket.instances.length < 4; i++) await tick();
+  t.equal(FakeWebSocket.instances[3].url, 'ws://node-a.test/v1/agent/sessions/connect?session_id=sess_1&resume=r1', 'later resumes go to the owner directly');
+  // A chain of moves is cut after MAX_MOVES (2) hops in one attempt.
+  const hops: string[] = [];
+  let k = 3;
+  for (let hop = 0; hop < 3; hop++) {
+    const s = FakeWebSocket.instances[k];
+    hops.push(new URL(s.url).host);
+    s.serverSend({ topic: 'session', type: 'session.moved', sessionId: 'sess_1', url: `ws://hop-${hop}.test/v1/agent/sessions/connect` });
+    s.serverClose(4307, 'Session is live on another node');
+    for (let i = 0; i < 100 && FakeWebSocket.instances.length <= k + 1; i++) await tick();
+    k++;
+  }
+  t.same(hops, ['node-a.test', 'hop-0.test', 'hop-1.test'], 'two hops followed, the third move is not');
+  FakeWebSocket.instances.at(-1)!.serverClose(4404, 'Session is not live');
+  await t.resolves(convo.ended);
 });

@@ -8,7 +8,9 @@ t.test('client events: the GAPS.md §5 types, malformed and unknown ones ignored
   t.same(parseClientEvent('{"type":"user.activity"}'), { type: 'user.activity' });
   t.same(parseClientEvent('{"type":"user.interrupt"}'), { type: 'user.interrupt' });
   t.same(parseClientEvent('{"type":"user.hangup"}'), { type: 'user.hangup' });
-  t.equal(parseClientEvent('{"type":"client_tool.result","callId":"nope","result":1}'), null, 'unknown call ids are ignored');
+  t.same(parseClientEvent('{"type":"client_tool.result","callId":"c1","result":1}'), { type: 'client_tool.result', callId: 'c1', result: 1 }, 'matched to its call by the session (unknown ids ignored there)');
+  t.same(parseClientEvent('{"type":"client_tool.result","callId":"c1","isError":true}'), { type: 'client_tool.result', callId: 'c1', isError: true });
+  t.equal(parseClientEvent('{"type":"client_tool.result","result":1}'), null, 'a result needs its callId');
   t.equal(parseClientEvent('not json'), null);
   t.equal(parseClientEvent('[1,2]'), null);
   t.equal(parseClientEvent('{"type":"user.dance"}'), null);

@@ -14,7 +14,8 @@
  */
 import { z } from 'zod';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { checkUrl as defaultCheckUrl } from '../../net/url-check.ts';
+import { ALLOWED_DESTINATIONS_TEXT, checkDestination } from '../../telephony/destinations.ts';
+import { checkUrl as defaultCheckUrl, isAllowListed, parseAllowList } from '../../net/url-check.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations and limits
@@ -197,7 +198,11 @@ function urlField(max: number, check: UrlChecker) {
     });
 }
 
-/** `llm.custom.base_url`: https only, a public host, no query or fragment; a trailing `/chat/completions` is dropped. */
+/**
+ * `llm.custom.base_url`: https only, a public host, no query or fragment; a trailing
+ * `/chat/completions` is dropped. Plain http is accepted only for an endpoint on
+ * `PARLEY_OUTBOUND_ALLOW` (development and tests, never production).
+ */
 function baseUrlField(check: UrlChecker) {
   return z
     .string()
@@ -207,7 +212,7 @@ function baseUrlField(check: UrlChecker) {
       if (value.length === 0 || value.length > LIMITS.llmBaseUrlChars) return;
       const verdict = check(value);
       if (!verdict.ok) return issue(ctx, `Value error, ${verdict.reason}`, 'url');
-      if (verdict.url.protocol !== 'https:') return issue(ctx, 'Value error, base_url must use https', 'url');
+      if (verdict.url.protocol !== 'https:' && !isAllowListed(verdict.url, parseAllowList())) return issue(ctx, 'Value error, base_url must use https', 'url');
       if (value.includes('?') || value.includes('#')) issue(ctx, 'Value error, base_url must not have a query or fragment', 'url');
     })
     .transform((value) => value.replace(/\/chat\/completions\/?$/, ''));
@@ -240,7 +245,15 @@ function normalUrl(raw: string): string {
 const transferDestination = z.strictObject({
   type: z.literal('phone').default('phone'),
   label: z.string().max(LIMITS.transferLabelChars).default(''),
-  phone_number: z.string().regex(E164_PATTERN, 'phone_number must be an E.164 number such as +14155550123'),
+  phone_number: z
+    .string()
+    .regex(E164_PATTERN, 'phone_number must be an E.164 number such as +14155550123')
+    .superRefine((n, ctx) => {
+      // GAPS.md §6.3: E.164 within the country allow-list; the 422 names the allowed codes.
+      if (!E164_PATTERN.test(n)) return;
+      const c = checkDestination(n);
+      if (!c.ok) issue(ctx, `Value error, transfer destinations must be in an allowed country: ${ALLOWED_DESTINATIONS_TEXT}${c.reason === 'premium_destination_blocked' ? ' (premium-rate numbers excluded)' : ''}`, c.reason);
+    }),
   mode: z.enum(TRANSFER_MODES).default('cold'),
   warm_connect: z.enum(WARM_CONNECT).default('confirm'),
 });

@@ -196,7 +196,7 @@ t.test('field tables: transfer destination', async (t) => {
   const p = ['conversation', 'transfer_destinations'];
   const { read: r } = await ok(at(p, [{ phone_number: '+14155550123' }]));
   t.same(r.conversation.transfer_destinations, [{ type: 'phone', label: '', phone_number: '+14155550123', mode: 'cold', warm_connect: 'confirm' }], 'defaults of every member');
-  const full = { type: 'phone', label: str(64, 'l'), phone_number: '+442071838750', mode: 'warm', warm_connect: 'direct' };
+  const full = { type: 'phone', label: str(64, 'l'), phone_number: '+81312345678', mode: 'warm', warm_connect: 'direct' };
   t.same((await ok(at(p, [full]))).read.conversation.transfer_destinations, [full], 'label of 64 characters and every member accepted');
   t.same((await ok(at(p, []))).read.conversation.transfer_destinations, []);
   await rejects(t, at(p, [{ phone_number: '+14155550123' }, { phone_number: '+14155550124' }]), ['body', ...p], { type: 'too_big_array' });
