@@ -21,7 +21,7 @@ import {
   type SessionRow,
 } from '../store/sessions.ts';
 import { normalizeOrigin } from './agents.ts';
-import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables } from './config/index.ts';
+import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables, type StoredDraft } from './config/index.ts';
 import { RESERVED_PREFIX, VARIABLE_NAME, resolveTimezone, splitSecretVariables, type VariableValue } from './variables.ts';
 
 /** How long a client has to connect with the token (GAPS.md §4.1 decision). */
@@ -278,7 +278,37 @@ export interface SessionServiceDeps {
   livekitUrl?: string;
   /** Defaults to handing out the session token itself with `livekitUrl`. */
   mintTransportToken?: MintTransportToken;
+  /**
+   * LiveKit only: creates the session's room on the media server, rejecting when the server
+   * does not answer in time. Creation then fails with 502 `Agent gateway is unreachable`
+   * before anything is charged or stored (`src/transport/livekit.ts` `livekitRoomEnsurer`).
+   */
+  ensureRoom?: EnsureRoom;
   now?: () => number;
+}
+
+/** Makes sure the media server answers and the session's room exists; rejects otherwise. */
+export type EnsureRoom = (session: { id: string; expires_at: Date; max_duration_seconds: number }) => Promise<void>;
+
+/** A builder preview's session (`SessionService.createPreview`, called by `src/agent/preview.ts`). */
+export interface PreviewSessionRequest {
+  teamId: string;
+  agentId: string;
+  /** The draft as it is now: frozen on the session row, never re-read. */
+  draft: StoredDraft;
+  /** What publish would pin now (tools as they are, knowledge revisions). */
+  pinned: unknown;
+  /** The draft's hash as clients see it (`draftHash`). */
+  configHash: string;
+  /** Already capped (min(600 s, the draft's max_duration_seconds)). */
+  maxDurationSeconds: number;
+  dynamicVariables?: Record<string, VariableValue>;
+  toolEvents?: boolean;
+  timezone?: string;
+  clientTimezone?: string;
+  worldContext?: boolean;
+  host?: string;
+  forwardedProto?: string;
 }
 
 /** A phone call's session (`SessionService.createPhone`). */
@@ -296,6 +326,8 @@ export interface PhoneSessionRequest {
   /** The zone of the human party's country when it has only one (GAPS.md §9 step 4). */
   phoneZone?: string | null;
   expiresInMs: number;
+  /** `livekit` when the call's media is in a LiveKit room (livekit-sip carrier); default `websocket`. */
+  transport?: 'websocket' | 'livekit';
 }
 
 export interface CreateRequest {
@@ -385,9 +417,27 @@ export class SessionService {
       token_hash: createHash('sha256').update(token).digest('hex'),
     };
     const price = this.deps.pricePerMinuteMicros;
+    await this.gateway(session);
     const row = await insertSession(this.deps.sql, session, isPublic ? { mode: 'require', minimumMicros: price } : { mode: 'hold', amountMicros: price });
     if (!row) throw isPublic ? new ServiceError('forbidden', 'Agent is unavailable') : new ServiceError('payment_required', 'Out of API credit');
+    return this.issue(row, token, req);
+  }
 
+  /**
+   * LiveKit sessions: the room must exist on the media server before the client is told to
+   * join it. Runs before the insert, so a 502 leaves no session and no charge (retry is safe).
+   */
+  private async gateway(session: { id: string; transport: string; expires_at: Date; max_duration_seconds: number }): Promise<void> {
+    if (session.transport !== 'livekit' || !this.deps.ensureRoom) return;
+    try {
+      await this.deps.ensureRoom(session);
+    } catch (err) {
+      throw new ServiceError('upstream', 'Agent gateway is unreachable', { cause: err });
+    }
+  }
+
+  /** Stores the token of a just-inserted session and answers its connection details. */
+  private async issue(row: SessionRow, token: string, req: { host?: string; forwardedProto?: string }): Promise<SessionCreated> {
     try {
       await Promise.all([
         this.deps.state.set(sessionTokenKey(token), row.id, SESSION_TOKEN_TTL_MS),
@@ -453,7 +503,7 @@ export class SessionService {
         name: null,
         source: 'phone',
         direction: o.direction,
-        transport: 'websocket',
+        transport: o.transport ?? 'websocket',
         expires_at: new Date(this.now() + o.expiresInMs),
         max_duration_seconds: config.conversation.max_duration_seconds,
         overrides: overrides as Record<string, string>,
@@ -491,12 +541,69 @@ export class SessionService {
   }
 
   /**
+   * A builder preview (GAPS.md §10): a session of the draft frozen as `o.draft`, source
+   * `dashboard`, version 0, no recording, billed like an API-key session (hold up front, usage
+   * settled at the end). Check order: agent (404) → archived (409) → capacity (503) →
+   * gateway (502) → credit (402, in the insert). Same token and transports as `create`.
+   */
+  async createPreview(o: PreviewSessionRequest): Promise<SessionCreated> {
+    const agent = await getSessionForCreation(this.deps.sql, o.agentId, o.teamId);
+    if (!agent) throw notFound('Agent');
+    if (agent.status === 'archived') throw new ServiceError('conflict', 'Agent is archived');
+    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    const config = o.draft;
+    const token = randomBytes(32).toString('base64url');
+    const { plain, secret } = splitSecretVariables(o.dynamicVariables ?? {});
+    const price = this.deps.pricePerMinuteMicros;
+    const session = {
+      id: newId('sess'),
+      team_id: agent.team_id,
+      agent_id: agent.id,
+      agent_name: agent.name,
+      version_number: 0,
+      config_hash: o.configHash,
+      name: null,
+      source: 'dashboard' as const,
+      direction: 'inbound' as const,
+      transport: this.deps.livekitUrl ? ('livekit' as const) : ('websocket' as const),
+      expires_at: new Date(this.now() + SESSION_TOKEN_TTL_MS),
+      max_duration_seconds: o.maxDurationSeconds,
+      overrides: {},
+      dynamic_variables: plain,
+      secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
+      tool_events: o.toolEvents ?? true,
+      end_user_id: null,
+      metadata: {},
+      record_audio: false,
+      timezone: resolveTimezone({ request: o.timezone, agent: config.conversation.timezone, client: o.clientTimezone }),
+      client_timezone: o.clientTimezone ?? null,
+      world_context: o.worldContext ?? true,
+      price_per_minute_micros: price,
+      caller_number: null,
+      dialed_number: null,
+      token_hash: createHash('sha256').update(token).digest('hex'),
+      preview: true,
+      preview_config: config,
+      preview_pinned: o.pinned ?? {},
+    };
+    await this.gateway(session);
+    const row = await insertSession(this.deps.sql, session, { mode: 'hold', amountMicros: price });
+    if (!row) throw new ServiceError('payment_required', 'Out of API credit');
+    return this.issue(row, token, o);
+  }
+
+  /**
    * Force-ends a session: a pending one is ended here (`completed`, `ended_by_api`) and its token
    * deleted; in every case `session-control` carries the end to whichever node holds it.
    */
   async end(p: Principal, sessionId: string): Promise<void> {
     const s = await getSession(this.deps.sql, p.teamId, sessionId);
     if (!s) throw notFound('Session');
+    await this.endSession(s);
+  }
+
+  /** `end` for a row the caller already found (a preview: `src/agent/preview.ts`). */
+  async endSession(s: SessionRow): Promise<void> {
     if (s.status === 'pending') {
       await markSessionEnded(this.deps.sql, s.id, { status: 'completed', reason: 'ended_by_api' });
       const token = await this.deps.state.take(sessionTokenOfKey(s.id));

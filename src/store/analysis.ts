@@ -23,9 +23,11 @@ export async function claimDueAnalyses(sql: Sql, o: { limit: number; leaseMs: nu
     returning s.*`;
 }
 
-/** The version a session ran and its transcript (messages only, in order). */
+/** The version a session ran (a preview: the draft frozen at its creation) and its transcript (messages only, in order). */
 export async function loadAnalysisInput(sql: Sql, session: SessionRow): Promise<{ config: StoredDraft; messages: { role: 'user' | 'assistant'; content: string }[] } | undefined> {
-  const [version] = await sql<{ config: StoredDraft }[]>`
+  const [version] = session.preview
+    ? session.preview_config ? [{ config: session.preview_config }] : []
+    : await sql<{ config: StoredDraft }[]>`
     select config from agent_versions where agent_id = ${session.agent_id} and version_number = ${session.version_number}`;
   if (!version) return undefined;
   const rows = await sql<{ role: 'user' | 'assistant'; content: string }[]>`
@@ -52,7 +54,9 @@ export async function settleAnalysis(
       where s.id = ${sessionId} and s.analysis_claim = ${claimId} and s.analysis_status = 'running'
       returning s.*
     ),
-    webhooks as (${analyzedQueueCte(sql, o.error)})
+    webhooks as (${analyzedQueueCte(sql, o.error)}),
+    -- A preview keeps no transcript: it was kept only for this analysis.
+    purge as (delete from session_items i using analyzed a where i.session_id = a.id and a.preview)
     select id from analyzed`;
   return rows.length === 1;
 }

@@ -56,6 +56,12 @@ export interface SessionRow {
   /** The settled analysis entity (GAPS.md §8.2), null until settled. */
   analysis?: unknown;
   analysis_finished_at?: Date | null;
+  /** A builder preview (migration 011): never listed, no webhooks, no transcript kept; version_number 0. */
+  preview?: boolean;
+  /** The draft frozen at a preview's creation (null on other sessions). */
+  preview_config?: StoredDraft | null;
+  /** What publish would have pinned at a preview's creation (tools, knowledge revisions). */
+  preview_pinned?: unknown;
 }
 
 export type NewSession = Omit<
@@ -94,13 +100,14 @@ export async function insertSession(sql: Sql, s: NewSession, billing: CreationBi
       id, team_id, agent_id, agent_name, version_number, config_hash, name, source, direction, transport,
       expires_at, max_duration_seconds, overrides, dynamic_variables, secret_variables, tool_events, end_user_id,
       metadata, record_audio, timezone, client_timezone, world_context, price_per_minute_micros, charged_micros,
-      caller_number, dialed_number, token_hash)
+      caller_number, dialed_number, token_hash, preview, preview_config, preview_pinned)
     select
       ${s.id}, ${s.team_id}, ${s.agent_id}, ${s.agent_name}, ${s.version_number}, ${s.config_hash}, ${s.name}, ${s.source},
       ${s.direction}, ${s.transport}, ${s.expires_at}, ${s.max_duration_seconds}, ${sql.json(s.overrides as never)},
       ${sql.json(s.dynamic_variables as never)}, ${s.secret_variables}, ${s.tool_events}, ${s.end_user_id},
       ${s.metadata as never}::json, ${s.record_audio}, ${s.timezone}, ${s.client_timezone}, ${s.world_context},
-      ${s.price_per_minute_micros.toString()}::bigint, ${hold.toString()}::bigint, ${s.caller_number}, ${s.dialed_number}, ${s.token_hash}
+      ${s.price_per_minute_micros.toString()}::bigint, ${hold.toString()}::bigint, ${s.caller_number}, ${s.dialed_number}, ${s.token_hash},
+      ${s.preview ?? false}, ${s.preview_config ? sql.json(s.preview_config as never) : null}, ${s.preview ? sql.json((s.preview_pinned ?? {}) as never) : null}
     from paid
     returning *`;
   return row;
@@ -136,16 +143,26 @@ export async function getSessionForCreation(sql: Sql, agentId: string, teamId: s
   return row;
 }
 
-/** One of the team's sessions (another team's is undefined, like a missing one). */
+/** One of the team's sessions (another team's is undefined, like a missing one; so is a preview). */
 export async function getSession(sql: Sql, teamId: string, id: string): Promise<SessionRow | undefined> {
-  const [row] = await sql<SessionRow[]>`select * from sessions where id = ${id} and team_id = ${teamId}`;
+  const [row] = await sql<SessionRow[]>`select * from sessions where id = ${id} and team_id = ${teamId} and not preview`;
   return row;
 }
 
-/** What the runtime needs to run a session: its row and the version it runs (config and pins). */
+/** One of the team's previews of `agentId` (anything else is undefined). */
+export async function getPreviewSession(sql: Sql, teamId: string, agentId: string, id: string): Promise<SessionRow | undefined> {
+  const [row] = await sql<SessionRow[]>`select * from sessions where id = ${id} and team_id = ${teamId} and agent_id = ${agentId} and preview`;
+  return row;
+}
+
+/**
+ * What the runtime needs to run a session: its row and the version it runs (config and pins).
+ * A preview runs the draft frozen on its row at creation, never the draft as it is now.
+ */
 export async function getSessionRuntime(sql: Sql, sessionId: string): Promise<{ session: SessionRow; config: StoredDraft; pinned: unknown } | undefined> {
   const [session] = await sql<SessionRow[]>`select * from sessions where id = ${sessionId}`;
   if (!session) return undefined;
+  if (session.preview) return session.preview_config ? { session, config: session.preview_config, pinned: session.preview_pinned ?? {} } : undefined;
   const [version] = await sql<{ config: StoredDraft; pinned: unknown }[]>`
     select config, pinned from agent_versions where agent_id = ${session.agent_id} and version_number = ${session.version_number}`;
   if (!version) return undefined; // the agent was deleted since
@@ -192,7 +209,9 @@ export async function markSessionEnded(
       insert into credit_ledger (team_id, amount_micros, reason, ref)
       select team_id, -diff, case when diff > 0 then 'session_usage' else 'session_refund' end, id from ended where diff <> 0
     ),
-    webhooks as (${postCallQueueCte(sql)})
+    webhooks as (${postCallQueueCte(sql)}),
+    -- A preview keeps no transcript: its items go now unless its analysis still needs them.
+    purge as (delete from session_items i using ended e where i.session_id = e.id and e.preview and e.analysis_status is distinct from 'queued')
     select id from ended`;
   return rows.length === 1;
 }
@@ -208,7 +227,12 @@ function analysisRuns(sql: Sql) {
             or jsonb_array_length(coalesce(v.config->'analysis'->'data_fields', '[]'::jsonb)) > 0
             or jsonb_array_length(coalesce(v.config->'analysis'->'criteria', '[]'::jsonb)) > 0)
       and exists (select 1 from session_items i where i.session_id = x.id and i.type = 'message' and i.payload->>'role' = 'user')
-    from agent_versions v where v.agent_id = x.agent_id and v.version_number = x.version_number), false)`;
+    from (
+      select config from agent_versions where agent_id = x.agent_id and version_number = x.version_number and not x.preview
+      union all
+      -- a preview: the draft frozen at its creation
+      select x.preview_config where x.preview
+    ) v), false)`;
 }
 
 /**
@@ -268,8 +292,9 @@ export interface SessionFilter {
 }
 
 export function listSessions(sql: Sql, teamId: string, f: SessionFilter, page: PageRequest): Promise<Page<SessionRow>> {
+  // Previews are never listed (GAPS.md §4.3).
   const where = sql`
-    team_id = ${teamId} and status in ${sql(f.statuses)}
+    team_id = ${teamId} and status in ${sql(f.statuses)} and not preview
     ${f.agentId !== undefined ? sql`and agent_id = ${f.agentId}` : sql``}
     ${f.direction !== undefined ? sql`and direction = ${f.direction}` : sql``}
     ${f.callerNumber !== undefined ? sql`and caller_number = ${f.callerNumber}` : sql``}

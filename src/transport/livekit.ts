@@ -8,7 +8,7 @@
  * The agent participant (joining the room, audio, data topics, `lk.agent.state`) is
  * `livekit-agent.ts`.
  */
-import { AccessToken } from 'livekit-server-sdk';
+import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
 
 export interface LivekitConfig {
   url: string;
@@ -63,4 +63,32 @@ export function livekitMinter(cfg: LivekitConfig) {
     token: await mintParticipantToken(cfg, session),
     url: cfg.url,
   });
+}
+
+/** How long session creation waits for the media server to create a room (`LIVEKIT_ROOM_TIMEOUT_MS`). */
+export const ROOM_CREATE_TIMEOUT_MS = 3_000;
+
+/**
+ * The session API's `ensureRoom` for LiveKit: creates the session's room with the server API
+ * (idempotent on the server), so creation learns that the media server answers before it
+ * charges anything; rejects on a refused connection, an error answer or after `timeoutMs`.
+ * The room closes by itself if nobody joins before the token expires (`emptyTimeout`), and
+ * 30 s after the last participant left (`departureTimeout`, the reconnect window).
+ */
+export function livekitRoomEnsurer(cfg: LivekitConfig, o: { timeoutMs?: number } = {}) {
+  const timeoutMs = o.timeoutMs ?? ROOM_CREATE_TIMEOUT_MS;
+  // requestTimeout is in seconds; failover applies to LiveKit Cloud only and would retry here.
+  const rooms = new RoomServiceClient(cfg.url, cfg.apiKey, cfg.apiSecret, { requestTimeout: Math.max(1, Math.ceil(timeoutMs / 1000)), failover: false });
+  return async (session: { id: string; expires_at: Date; max_duration_seconds: number }, now = Date.now()): Promise<void> => {
+    const emptyTimeout = Math.max(1, Math.ceil((session.expires_at.getTime() - now) / 1000));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`LiveKit did not answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([rooms.createRoom({ name: roomName(session.id), emptyTimeout, departureTimeout: 30 }), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
