@@ -64,6 +64,16 @@ export interface Prepared {
   span: RequestSpan;
 }
 
+/** One delivery of `TtsService.synthesize`. */
+export interface SynthesisPiece {
+  /** The backend chunk the audio came from; null for the encoder's tail after the last chunk. */
+  chunk: AudioChunk | null;
+  /** Encoded audio; may be empty (the encoder buffers, or has no tail). */
+  bytes: Uint8Array;
+  /** The encoder's content type. */
+  contentType: string;
+}
+
 export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
 
 export class TtsService {
@@ -135,43 +145,25 @@ export class TtsService {
   }
 
   /**
-   * Runs one HTTP synthesis through a synthesis actor, writing to `reply` with
-   * backpressure. Resolves when the actor ends; throws (for the HTTP layer) when it
-   * failed: before the first byte that becomes a JSON error, after it a destroyed
-   * response.
+   * Runs one prepared synthesis through a synthesis actor: `deliver` gets each backend
+   * chunk's encoded audio in order (possibly empty while the encoder buffers), then the
+   * encoder's tail once (`chunk: null`, possibly empty). A promise from `deliver` holds the
+   * backend back until it settles. The call is settled in every outcome: the request span
+   * ends (which releases the concurrency slot) and usage is recorded once on success.
+   * Resolves `done`, or `cancelled` when `caller.signal` aborted; throws the failure as a
+   * `ServiceError` (logged when internal).
    */
-  async stream(p: Prepared, caller: Caller, reply: Reply, mode: 'audio' | 'sse'): Promise<SynthesisOutcome> {
+  async synthesize(p: Prepared, caller: Caller, deliver: (piece: SynthesisPiece) => Promise<void> | void): Promise<'done' | 'cancelled'> {
     const state: { encoder?: AudioEncoder } = {};
-    const tracker = mode === 'sse' ? new AlignmentTracker(p.req.body.text, p.req.body.chunk_length) : null;
-    const begin = () => {
-      if (reply.started) return;
-      const contentType = mode === 'sse' ? 'text/event-stream' : state.encoder!.contentType;
-      reply.begin(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store', ...(mode === 'sse' ? { 'X-Accel-Buffering': 'no' } : {}) });
-    };
-    const send = (bytes: Uint8Array, chunk: AudioChunk | null): Promise<void> | undefined => {
-      if (tracker) {
-        const data = `event: message\ndata: ${JSON.stringify(tracker.event(chunk, bytes))}\n\n`;
-        const w = reply.write(data);
-        return reply.backpressured ? w : undefined;
-      }
-      if (bytes.length === 0) return undefined;
-      const w = reply.write(bytes);
-      return reply.backpressured ? w : undefined;
-    };
     this.stats.active++;
     const { result } = runSynthesis<{ chunk: AudioChunk; bytes: Uint8Array }>(
       {
         open: (signal) => this.encoded(p, caller, signal, state),
-        deliver: ({ chunk, bytes }) => {
-          begin();
-          return send(bytes, chunk);
-        },
+        // `encoded` makes the encoder before its first chunk.
+        deliver: ({ chunk, bytes }) => deliver({ chunk, bytes, contentType: state.encoder!.contentType }),
         finish: async () => {
           state.encoder ??= await this.encoderFor(p.req, p.req.sampleRateHz);
-          begin();
-          const tail = join(state.encoder.end());
-          if (tail.length || tracker) await send(tail, null);
-          reply.end();
+          await deliver({ chunk: null, bytes: join(state.encoder.end()), contentType: state.encoder.contentType });
         },
       },
       caller.signal,
@@ -191,13 +183,49 @@ export class TtsService {
     const e = toServiceError(r.error);
     p.span.end({ status: e.status, message: e.message });
     if (e.code === 'internal') this.deps.log.error({ err: r.error }, 'synthesis failed');
-    if (tracker && reply.started && !reply.aborted) {
-      // SSE: a failure mid-stream is an `error` event, then the stream ends.
-      await reply.write(`event: error\ndata: ${JSON.stringify({ status: e.status, message: e.message })}\n\n`);
-      reply.end();
-      return 'failed';
-    }
     throw e;
+  }
+
+  /**
+   * Runs one HTTP synthesis, writing to `reply` with backpressure. Resolves when it ends;
+   * throws (for the HTTP layer) when it failed: before the first byte that becomes a JSON
+   * error, after it a destroyed response.
+   */
+  async stream(p: Prepared, caller: Caller, reply: Reply, mode: 'audio' | 'sse'): Promise<SynthesisOutcome> {
+    const tracker = mode === 'sse' ? new AlignmentTracker(p.req.body.text, p.req.body.chunk_length) : null;
+    const begin = (contentType: string) => {
+      if (reply.started) return;
+      reply.begin(200, { 'Content-Type': mode === 'sse' ? 'text/event-stream' : contentType, 'Cache-Control': 'no-store', ...(mode === 'sse' ? { 'X-Accel-Buffering': 'no' } : {}) });
+    };
+    const send = (bytes: Uint8Array, chunk: AudioChunk | null): Promise<void> | undefined => {
+      if (tracker) {
+        const data = `event: message\ndata: ${JSON.stringify(tracker.event(chunk, bytes))}\n\n`;
+        const w = reply.write(data);
+        return reply.backpressured ? w : undefined;
+      }
+      if (bytes.length === 0) return undefined;
+      const w = reply.write(bytes);
+      return reply.backpressured ? w : undefined;
+    };
+    const end = async (tail: Uint8Array) => {
+      if (tail.length || tracker) await send(tail, null);
+      reply.end();
+    };
+    try {
+      return await this.synthesize(p, caller, ({ chunk, bytes, contentType }) => {
+        begin(contentType);
+        return chunk ? send(bytes, chunk) : end(bytes);
+      });
+    } catch (err) {
+      const e = toServiceError(err);
+      if (tracker && reply.started && !reply.aborted) {
+        // SSE: a failure mid-stream is an `error` event, then the stream ends.
+        await reply.write(`event: error\ndata: ${JSON.stringify({ status: e.status, message: e.message })}\n\n`);
+        reply.end();
+        return 'failed';
+      }
+      throw e;
+    }
   }
 }
 

@@ -4,14 +4,9 @@
  * `/stream/with-timestamps` variants, translated into the native synthesis service.
  */
 import { z } from 'zod';
-import { runSynthesis } from '../../../actors/synthesis.ts';
-import type { AudioEncoder } from '../../audio/index.ts';
-import { toServiceError } from '../../errors.ts';
 import { isJson, parseJson } from '../../http/body.ts';
 import type { Ctx } from '../../http/router.ts';
 import { parse } from '../../http/validation.ts';
-import type { AudioChunk } from '../../gen/inference/v1/inference_pb.ts';
-import { recordUsage } from '../../speech/usage.ts';
 import { join, type Caller, type Prepared, type TtsService } from '../../speech/tts.ts';
 import { CharacterTimeline, ElevenLabsError, nativeParams, parseElevenLabsFormat, restAlignment, speechModelFor, type CharTiming } from './common.ts';
 
@@ -102,50 +97,23 @@ export interface TimedChunk {
 }
 
 /**
- * Runs one synthesis through a synthesis actor and hands each backend chunk's encoded
+ * Runs one synthesis (`TtsService.synthesize`) and hands each backend chunk's encoded
  * audio, with the characters that became audible in it, to `deliver` (awaited: the
  * consumer's backpressure holds the backend). The last delivery carries the encoder's tail
- * and the trailing characters. Resolves when done; throws the native error on failure.
- * Usage and the request span are settled as on the native routes.
+ * and the trailing characters. Resolves when done or cancelled; throws the native error on
+ * failure. Usage and the request span are settled as on the native routes.
  */
 export async function synthesizeTimed(tts: TtsService, p: Prepared, caller: Caller, deliver: (c: TimedChunk) => Promise<void> | void): Promise<void> {
-  const state: { encoder?: AudioEncoder } = {};
   const timeline = new CharacterTimeline(p.req.body.text);
   let audioEndMs = 0;
-  tts.stats.active++;
-  const { result } = runSynthesis<{ chunk: AudioChunk; bytes: Uint8Array }>(
-    {
-      open: (signal) => tts.encoded(p, caller, signal, state),
-      deliver: ({ chunk, bytes }) => {
-        audioEndMs = Math.max(audioEndMs, chunk.offsetMs + chunk.durationMs);
-        const chars: CharTiming[] = [];
-        for (const s of chunk.alignment?.segments ?? []) chars.push(...timeline.push({ text: s.text, startMs: s.startMs, endMs: s.endMs }));
-        if (bytes.length === 0 && chars.length === 0) return undefined;
-        return deliver({ audio: bytes, chars }) ?? undefined;
-      },
-      finish: async () => {
-        state.encoder ??= await tts.encoderFor(p.req, p.req.sampleRateHz);
-        await deliver({ audio: join(state.encoder.end()), chars: timeline.finish(audioEndMs) });
-      },
-    },
-    caller.signal,
-  );
-  const r = await result;
-  tts.stats.active--;
-  tts.stats[r.outcome]++;
-  if (r.outcome === 'done') {
-    p.span.end();
-    void recordUsage(tts.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, tts.deps.log);
-    return;
-  }
-  if (r.outcome === 'cancelled') {
-    p.span.end({ status: 499, message: 'client closed the request' });
-    return;
-  }
-  const e = toServiceError(r.error);
-  p.span.end({ status: e.status, message: e.message });
-  if (e.code === 'internal') tts.deps.log.error({ err: r.error }, 'synthesis failed');
-  throw e;
+  await tts.synthesize(p, caller, ({ chunk, bytes }) => {
+    if (!chunk) return deliver({ audio: bytes, chars: timeline.finish(audioEndMs) });
+    audioEndMs = Math.max(audioEndMs, chunk.offsetMs + chunk.durationMs);
+    const chars: CharTiming[] = [];
+    for (const s of chunk.alignment?.segments ?? []) chars.push(...timeline.push({ text: s.text, startMs: s.startMs, endMs: s.endMs }));
+    if (bytes.length === 0 && chars.length === 0) return undefined;
+    return deliver({ audio: bytes, chars });
+  });
 }
 
 export const b64 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');

@@ -22,7 +22,7 @@ import { catalog } from './models.ts';
 import { toNativeSpeech } from './speech.ts';
 import { readTranscriptionRequest, transcriptionResponse } from './transcriptions.ts';
 import { mountRealtime } from './realtime-route.ts';
-import { Base64Pieces, synthesize, type SynthesisHost } from './synth.ts';
+import { Base64Pieces } from './base64-pieces.ts';
 import { audioId, chunkEvent, completion, completionId, DONE_EVENT, errorEvent, expiresAt, readChatRequest, usageEvent } from './chat.ts';
 
 export { resolveModel, catalog } from './models.ts';
@@ -40,7 +40,7 @@ export const CHAT_BODY_LIMIT = SPEECH_BODY_LIMIT;
 export const TRANSCRIPTION_BODY_LIMIT = 140 * 1024 * 1024;
 
 export interface OpenAiCompatDeps {
-  tts: Pick<TtsService, 'prepare' | 'stream'> & SynthesisHost;
+  tts: Pick<TtsService, 'prepare' | 'stream' | 'synthesize' | 'deps'>;
   asr: Pick<AsrService, 'transcribe'>;
   /** The platform's key check (`KeyVerifier.verify`). */
   authenticate: Authenticate;
@@ -187,7 +187,9 @@ export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
         const audio = { id: audioId() };
         if (!req.stream) {
           const parts: Uint8Array[] = [];
-          const outcome = await fromProvider(() => synthesize(deps.tts, prepared, c, (bytes) => void parts.push(bytes)));
+          const outcome = await fromProvider(() => deps.tts.synthesize(prepared, c, ({ bytes }) => {
+            if (bytes.length) parts.push(bytes);
+          }));
           if (outcome === 'cancelled') throw new ServiceError('bad_request', 'client closed the request');
           return {
             status: 200,
@@ -203,7 +205,8 @@ export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
         };
         await send(chunkEvent(id, req.model, { role: 'assistant', content: null, audio: { ...audio, transcript: req.transcript } }));
         try {
-          await synthesize(deps.tts, prepared, c, (bytes) => {
+          await deps.tts.synthesize(prepared, c, ({ bytes }) => {
+            if (!bytes.length) return undefined;
             const data = pieces.push(bytes);
             return data ? send(chunkEvent(id, req.model, { audio: { ...audio, data } })) : undefined;
           });

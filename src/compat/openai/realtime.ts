@@ -27,7 +27,7 @@ import type { Caller, TtsService } from '../../speech/tts.ts';
 import { applyUpdate, defaultConfig, readSpeed, readVoice, RealtimeRefusal, sessionObject, type SessionConfig } from './realtime-config.ts';
 import { toNativeSpeech } from './speech.ts';
 import { describe, paramOf } from '../errors.ts';
-import { Base64Pieces, synthesize, type SynthesisHost } from './synth.ts';
+import { Base64Pieces } from './base64-pieces.ts';
 
 /** GAPS §12.3 limits of the socket. */
 export const REALTIME_LIMITS = {
@@ -48,7 +48,7 @@ export interface RealtimeSocket {
 }
 
 export interface RealtimeDeps {
-  tts: Pick<TtsService, 'prepare'> & SynthesisHost;
+  tts: Pick<TtsService, 'prepare' | 'synthesize'>;
   asr: Pick<AsrService, 'transcribe'>;
   log: Logger;
 }
@@ -365,7 +365,8 @@ export class RealtimeSession {
     let error: Record<string, unknown> | null = null;
     try {
       const prepared = await this.deps.tts.prepare('wss /compat/realtime response', native.body, native.model, caller);
-      const outcome = await synthesize(this.deps.tts, prepared, caller, (bytes) => {
+      const outcome = await this.deps.tts.synthesize(prepared, caller, ({ bytes }) => {
+        if (!bytes.length) return undefined;
         const delta = pieces.push(bytes);
         if (delta) this.emit({ type: 'response.output_audio.delta', ...refs, delta });
         if (this.closed || this.socket.bufferedAmount() <= HIGH_WATER_BYTES) return undefined;
