@@ -156,6 +156,9 @@ export async function join(app: TestServer, agentId: string, extra: Record<strin
     }
   }
   const caller = await connect(session, { WebSocket: Tapped as unknown as WebSocketFactory, reconnect: false });
+  // These tests answer client tools by hand over the raw socket: a listener tells the SDK not
+  // to answer unhandled calls itself.
+  caller.convo.on('clientToolCall', () => {});
   const reply = async (n: number, timeoutMs = 20_000) => {
     await caller.waitFor(() => caller.finals('agent').length >= n, timeoutMs, `agent reply ${n}`);
     return caller.finals('agent')[n - 1]!;
