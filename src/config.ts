@@ -43,6 +43,11 @@ export interface Config {
   phoneNumberLimit: number;
   /** Rental of one phone number for one day, in micro-units (`PARLEY_PHONE_NUMBER_DAILY_PRICE`, in currency units). */
   phoneNumberDailyPriceMicros: bigint;
+  /**
+   * Phone-call settings over the environment's (`PARLEY_OUTBOUND_*`, `PARLEY_RING_TIMEOUT_MS`,
+   * `PARLEY_TRANSFER_PRICE_PER_MINUTE`; `phoneCallSettings` in src/agent/phone-calls.ts): tests and embedders.
+   */
+  phoneCalls?: { outboundEnabled?: boolean; dailyLimit?: number; concurrencyLimit?: number; ringTimeoutMs?: number; transferPricePerMinuteMicros?: bigint };
   otlpEndpoint?: string;
 }
 

@@ -16,6 +16,7 @@ import { CONNECT_PATH, mountWebsocketTransport } from './transport/websocket.ts'
 import { nodeIdentity } from './transport/node-url.ts';
 import { SessionRegistry } from './state/session-registry.ts';
 import { LivekitAgents, livekitSessionMinter } from './transport/livekit-agent.ts';
+import { livekitRoomEnsurer } from './transport/livekit.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -235,8 +236,14 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       hasCapacity: () => runtime.hasCapacity(),
       mintTransportToken: config.livekit && livekitAgents ? livekitSessionMinter(config.livekit, livekitAgents) : undefined,
       livekitUrl: config.livekit?.url,
+      // LiveKit: the room is created before anything is charged; no answer → 502 (LIVEKIT_ROOM_TIMEOUT_MS).
+      ensureRoom: config.livekit ? livekitRoomEnsurer(config.livekit, { timeoutMs: Number((opts.env ?? process.env).LIVEKIT_ROOM_TIMEOUT_MS) || undefined }) : undefined,
     });
     mountSessionRoutes(http, sessions);
+    // Builder preview calls (GAPS.md §10): sessions of the draft frozen at creation.
+    const { PreviewService } = await import('./agent/preview.ts');
+    const { mountPreviewRoutes } = await import('./agent/preview-routes.ts');
+    mountPreviewRoutes(http, new PreviewService({ sql: db.sql, sessions, pin }));
     const { mountRecordingRoutes } = await import('./agent/recordings-routes.ts');
     mountRecordingRoutes(http, recordings);
     // Agent tests (issue 8): text-only runs of an agent against a scripted user, judged by criteria.
@@ -284,21 +291,30 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const env = opts.env ?? process.env;
     const { livekitSipFromEnv, LivekitSipCarrier } = await import('./telephony/livekit-sip.ts');
     const sip = config.livekit ? livekitSipFromEnv(env, config.livekit) : null;
-    const carriers = new Carriers(sip ? [sandboxCarrier, new LivekitSipCarrier(sip, log)] : [sandboxCarrier]);
+    const livekitSip = sip ? new LivekitSipCarrier(sip, log) : undefined;
+    const carriers = new Carriers(livekitSip ? [sandboxCarrier, livekitSip] : [sandboxCarrier]);
+    telephonyOf.set(http, { sandbox: sandboxCarrier, livekitSip, livekitAgents });
     const phoneNumbers = new PhoneNumberService({ sql: db.sql, carriers, dailyPriceMicros: config.phoneNumberDailyPriceMicros, limit: config.phoneNumberLimit, log });
     mountPhoneNumberRoutes(http, phoneNumbers);
     const { PhoneCallService, phoneCallSettings } = await import('./agent/phone-calls.ts');
     const { mountPhoneCallRoutes } = await import('./agent/phone-calls-routes.ts');
     const phoneCalls = new PhoneCallService({
       sql: db.sql, state, box, sessions, runtime, carriers, inference, log, outboundAllow: config.outboundAllow,
-      resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), settings: phoneCallSettings(env),
+      resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), settings: { ...phoneCallSettings(env), ...config.phoneCalls },
+      livekit: livekitAgents,
     });
     await phoneCalls.start();
     cleanups.push(async () => {
-      await phoneCalls.close();
+      // The carrier first: its handed-off calls end, and their transfer minutes are recorded.
       sandboxCarrier.calls.close();
+      await phoneCalls.close();
     });
     mountPhoneCallRoutes(http, phoneCalls);
+    // LiveKit's webhooks: SIP participants joining a number's rooms are inbound calls.
+    if (livekitSip && config.livekit) {
+      const { mountLivekitWebhook } = await import('./telephony/livekit-webhook.ts');
+      mountLivekitWebhook(http, { apiKey: config.livekit.apiKey, apiSecret: config.livekit.apiSecret, carrier: livekitSip, log });
+    }
     if ((env.PARLEY_SANDBOX_CALLS ?? 'on').toLowerCase() !== 'off') {
       const { mountSandboxCalls } = await import('./telephony/sandbox-socket.ts');
       mountSandboxCalls(http, sandboxCarrier.calls, { log, authenticate: (token) => verifier!.verify(token, { invalid: 'Invalid token', expired: 'Token expired' }) });

@@ -5,7 +5,7 @@
  * (`CallLink`). Sessions are created by `SessionService.createPhone` (agent checks, capacity,
  * up-front hold). Phone sessions with a transfer destination get the `transfer_call` tool.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ServiceError, invalidField, type FieldError } from '../errors.ts';
 import type { Principal } from '../http/router.ts';
@@ -18,17 +18,19 @@ import type { VoiceResolver } from '../speech/request.ts';
 import type { SharedState } from '../state/index.ts';
 import type { Sql } from '../store/db.ts';
 import {
-  claimIdempotencyKey, completeIdempotencyKey, countOutboundAttempt, liveOutboundCalls, numberForInbound, numberOfTeam, releaseIdempotencyKey, setDialStatus,
+  claimIdempotencyKey, completeIdempotencyKey, countOutboundAttempt, numberForInbound, numberOfTeam, recordTransfer, releaseIdempotencyKey, setDialStatus,
 } from '../store/phone-calls.ts';
 import { isNumberHeld, type PhoneNumberRow } from '../store/phone-numbers.ts';
-import { getSessionForCreation, getSessionRuntime, markSessionEnded, type SessionRow } from '../store/sessions.ts';
-import { CallLink } from '../telephony/call-link.ts';
+import { appendSessionItems, getSessionForCreation, getSessionRuntime, markSessionEnded, type SessionRow } from '../store/sessions.ts';
+import { newId } from '../ids.ts';
+import type { CallDispatch } from '../transport/livekit-agent.ts';
+import { CallLink, RoomCall, type CallParty } from '../telephony/call-link.ts';
 import { CarrierRefused, type CallControl, type CallLeg, type Carriers, type InboundCall, type Provider } from '../telephony/index.ts';
 import { checkDestination, singleZoneOf } from '../telephony/destinations.ts';
 import { transferCallTool, TRANSFER_RING_TIMEOUT_MS } from '../telephony/transfer-tool.ts';
 import { signatureHeader, SIGNATURE_HEADER } from '../webhooks/sign.ts';
 import type { StoredDraft } from './config/index.ts';
-import { ConnectRefused, inferenceBackend, type SessionRuntime } from './runtime.ts';
+import { ConnectRefused, inferenceBackend, type LiveSession, type SessionRuntime } from './runtime.ts';
 import { overridesSchema, sessionCreateBody, SESSION_CONTROL_CHANNEL, type SessionService } from './sessions.ts';
 import type { VariableValue } from './variables.ts';
 
@@ -39,6 +41,14 @@ export const OUTBOUND_CONCURRENCY_LIMIT = 10;
 const CONCURRENCY_RETRY_AFTER_S = 10;
 /** How long a ringing outbound call's session may stay pending beyond the ring time. */
 const PENDING_MARGIN_MS = 60_000;
+/**
+ * The lease of an outbound call's concurrency slot (shared state, `outbound-call-slots:<team>`),
+ * renewed every third of it while the call rings or is live: the slots of a node that died
+ * free themselves after this long.
+ */
+export const CALL_SLOT_LEASE_MS = 30_000;
+/** `PARLEY_TRANSFER_PRICE_PER_MINUTE` default, in currency units per started minute. */
+export const TRANSFER_PRICE_PER_MINUTE = 0.1;
 
 export const phoneCallBody = z.strictObject({
   agent_id: z.string().min(1).max(256),
@@ -77,6 +87,8 @@ export interface PhoneCallSettings {
   /** `PARLEY_OUTBOUND_CALLS=off` refuses outbound calls (403 `outbound_disabled`). */
   outboundEnabled: boolean;
   ringTimeoutMs: number;
+  /** Transfer minutes, per started minute, in micro-units (`PARLEY_TRANSFER_PRICE_PER_MINUTE`, in currency units). */
+  transferPricePerMinuteMicros: bigint;
 }
 
 /** Settings from the environment (documented in .env.example). */
@@ -88,11 +100,18 @@ export function phoneCallSettings(env: NodeJS.ProcessEnv): PhoneCallSettings {
     if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
     return n;
   };
+  const price = (name: string, dflt: number) => {
+    const v = env[name];
+    const n = v === undefined || v === '' ? dflt : Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number (currency units)`);
+    return BigInt(Math.round(n * 1_000_000));
+  };
   return {
     dailyLimit: int('PARLEY_OUTBOUND_DAILY_LIMIT', OUTBOUND_DAILY_LIMIT),
     concurrencyLimit: int('PARLEY_OUTBOUND_CONCURRENCY', OUTBOUND_CONCURRENCY_LIMIT),
     outboundEnabled: (env.PARLEY_OUTBOUND_CALLS ?? 'on').toLowerCase() !== 'off',
     ringTimeoutMs: int('PARLEY_RING_TIMEOUT_MS', TRANSFER_RING_TIMEOUT_MS),
+    transferPricePerMinuteMicros: price('PARLEY_TRANSFER_PRICE_PER_MINUTE', TRANSFER_PRICE_PER_MINUTE),
   };
 }
 
@@ -109,6 +128,8 @@ export interface PhoneCallServiceDeps {
   /** `PARLEY_OUTBOUND_ALLOW` (conversation-init webhooks go through outboundFetch). */
   outboundAllow?: string[];
   settings: PhoneCallSettings;
+  /** The LiveKit agent participant: joins the rooms of calls whose media is in LiveKit (livekit-sip). */
+  livekit?: { dispatchCall(c: CallDispatch): void };
 }
 
 const isE164 = (n: string) => /^\+[1-9][0-9]{1,14}$/.test(n);
@@ -118,6 +139,11 @@ export class PhoneCallService {
   private readonly dialing = new Map<string, AbortController>();
   private unsubscribe: (() => Promise<void>) | null = null;
   private closed = false;
+  /** Outbound call slots this node holds: session id → slot (renewed together). */
+  private readonly slots = new Map<string, { key: string; holder: string }>();
+  private renewer: NodeJS.Timeout | undefined;
+  /** Transfer minutes being recorded (awaited on close). */
+  private readonly billing = new Set<Promise<void>>();
 
   constructor(private readonly d: PhoneCallServiceDeps) {}
 
@@ -146,6 +172,54 @@ export class PhoneCallService {
     this.closed = true;
     for (const ac of this.dialing.values()) ac.abort();
     await this.unsubscribe?.().catch(() => {});
+    clearInterval(this.renewer);
+    this.renewer = undefined;
+    await Promise.allSettled([...this.billing]);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Outbound concurrency: leased slots in the shared state (across requests and nodes)
+
+  /** Takes one of the team's `limit` call slots, or answers 429 `concurrency_limit_exceeded`. */
+  private async takeSlot(teamId: string): Promise<{ key: string; holder: string }> {
+    const limit = this.d.settings.concurrencyLimit;
+    const slot = { key: `outbound-call-slots:${teamId}`, holder: randomUUID() };
+    const r = await this.d.state.acquireSlot(slot.key, slot.holder, limit, CALL_SLOT_LEASE_MS);
+    if (!r.acquired)
+      throw new PhoneCallError('rate_limited', `Too many calls in progress (${limit} at once)`, 'concurrency_limit_exceeded', {
+        headers: { 'Retry-After': String(CONCURRENCY_RETRY_AFTER_S) },
+      });
+    return slot;
+  }
+
+  private holdSlot(sessionId: string, slot: { key: string; holder: string }): void {
+    this.slots.set(sessionId, slot);
+    this.renewer ??= setInterval(() => {
+      for (const [id, s] of this.slots) {
+        this.d.state.renewSlot(s.key, s.holder, CALL_SLOT_LEASE_MS).then(
+          (ok) => ok || this.d.log.warn({ sessionId: id }, 'outbound call slot lease was lost'),
+          (err) => this.d.log.warn({ err }, 'outbound call slot renewal failed'),
+        );
+      }
+    }, Math.floor(CALL_SLOT_LEASE_MS / 3));
+    this.renewer.unref();
+  }
+
+  private freeSlot(slot: { key: string; holder: string }): void {
+    // A failed release is harmless: the lease runs out on its own.
+    this.d.state.releaseSlot(slot.key, slot.holder).catch((err) => this.d.log.warn({ err }, 'outbound call slot release failed'));
+  }
+
+  /** The outbound call of `sessionId` is over (not answered, or its session ended): its slot frees. */
+  private callOver(sessionId: string): void {
+    const slot = this.slots.get(sessionId);
+    if (!slot) return;
+    this.slots.delete(sessionId);
+    if (this.slots.size === 0) {
+      clearInterval(this.renewer);
+      this.renewer = undefined;
+    }
+    this.freeSlot(slot);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -164,7 +238,7 @@ export class PhoneCallService {
     try {
       session = await this.d.sessions.createPhone({
         teamId: number.team_id, agentId: agent.id, direction: 'inbound', callerNumber: call.from, dialedNumber: call.to,
-        dynamicVariables: vars, phoneZone: singleZoneOf(call.from), expiresInMs: PENDING_MARGIN_MS,
+        dynamicVariables: vars, phoneZone: singleZoneOf(call.from), expiresInMs: PENDING_MARGIN_MS, transport: call.media ? 'websocket' : 'livekit',
       });
     } catch (err) {
       log.warn({ err, code: (err as ServiceError).code }, 'inbound call refused');
@@ -263,22 +337,23 @@ export class PhoneCallService {
         headers: { 'Retry-After': String(Math.max(1, Math.ceil((midnight - now) / 1000))) },
       });
     }
-    if ((await liveOutboundCalls(this.d.sql, p.teamId)) >= s.concurrencyLimit)
-      throw new PhoneCallError('rate_limited', `Too many calls in progress (${s.concurrencyLimit} at once)`, 'concurrency_limit_exceeded', {
-        headers: { 'Retry-After': String(CONCURRENCY_RETRY_AFTER_S) },
-      });
+    // GAPS.md §13.3: 10 calls ringing or live per workspace. A leased slot in the shared state
+    // (atomic across concurrent requests and nodes), held until the call is over.
+    const slot = await this.takeSlot(p.teamId);
 
     let session: SessionRow;
     try {
       session = await this.d.sessions.createPhone({
         teamId: p.teamId, agentId: agent.id, direction: 'outbound', callerNumber: number.phone_number, dialedNumber: dest.number,
         dynamicVariables: (body.dynamic_variables ?? {}) as Record<string, VariableValue>, overrides: body.overrides, metadata: body.metadata,
-        phoneZone: singleZoneOf(dest.number), expiresInMs: s.ringTimeoutMs + PENDING_MARGIN_MS,
+        phoneZone: singleZoneOf(dest.number), expiresInMs: s.ringTimeoutMs + PENDING_MARGIN_MS, transport: number.provider === 'sandbox' ? 'websocket' : 'livekit',
       });
     } catch (err) {
+      this.freeSlot(slot);
       if (err instanceof ServiceError && err.code === 'payment_required') throw new PhoneCallError('payment_required', 'Out of API credit', 'insufficient_credit');
       throw err;
     }
+    this.holdSlot(session.id, slot);
     void this.dialOut(session, number, dest.number, calls);
     return { session_id: session.id, status: 'queued' };
   }
@@ -303,13 +378,16 @@ export class PhoneCallService {
         log.warn({ err: err instanceof CarrierRefused ? err.detail : err }, 'outbound dial refused');
         status = 'failed';
       }
+      // GAPS.md §8.1: phone_call.dial_finished, once per call, queued with the dial status.
       await setDialStatus(this.d.sql, session.id, status, answeredBy);
       if (!leg) {
         await markSessionEnded(this.d.sql, session.id, { status: status === 'failed' && !ac.signal.aborted ? 'failed' : 'completed', reason: ac.signal.aborted ? 'ended_by_api' : `dial_${status}` });
+        this.callOver(session.id);
         return;
       }
       if (ac.signal.aborted) {
         await calls.hangUp(leg.callId);
+        this.callOver(session.id);
         return;
       }
     } catch (err) {
@@ -317,39 +395,90 @@ export class PhoneCallService {
       const answered = leg as CallLeg | null;
       if (answered) await calls.hangUp(answered.callId).catch(() => {});
       await markSessionEnded(this.d.sql, session.id, { status: 'failed', reason: 'error' }).catch(() => {});
+      this.callOver(session.id);
       return;
     } finally {
       this.dialing.delete(session.id);
     }
-    await this.connect(session, leg, calls);
+    await this.connect(session, leg, calls, () => this.callOver(session.id));
   }
 
   // -------------------------------------------------------------------------------------------
   // Both directions
 
-  /** Starts the session with the call as its client, and the transfer tool when a destination exists. */
-  private async connect(session: SessionRow, leg: CallLeg, calls: CallControl): Promise<void> {
+  /**
+   * Starts the session with the call as its client, and the transfer tool when a destination
+   * exists. A leg without media here (livekit-sip: the media is in a LiveKit room) gets the
+   * LiveKit agent participant instead, which joins the room and starts the session once the
+   * phone's participant is there. `over` runs once the call is over (the session ended, or it
+   * never started).
+   */
+  private async connect(session: SessionRow, leg: CallLeg, calls: CallControl, over: () => void = () => {}): Promise<void> {
     const log = this.d.log.child({ sessionId: session.id, callId: leg.callId });
-    if (!leg.media) {
-      // Media in a LiveKit room needs the LiveKit agent participant, which is not built yet.
-      log.error({}, 'call media is not reachable by this runtime');
+    const failed = async (reason: string, status: 'failed' | 'completed' = 'failed') => {
       await calls.hangUp(leg.callId).catch(() => {});
-      await markSessionEnded(this.d.sql, session.id, { status: 'failed', reason: 'media_unavailable' }).catch(() => {});
+      await markSessionEnded(this.d.sql, session.id, { status, reason }).catch(() => {});
+      over();
+    };
+    const started = (live: LiveSession) => {
+      void live.handle.ended.then(over, over);
+      return live;
+    };
+    if (!leg.media) {
+      const room = leg.mediaRoom;
+      if (!room || !this.d.livekit) {
+        log.error({}, 'call media is not reachable by this runtime');
+        return failed('media_unavailable');
+      }
+      this.d.livekit.dispatchCall({
+        sessionId: session.id, room: room.name, caller: room.identity, maxDurationSeconds: session.max_duration_seconds,
+        deadline: new Date(Date.now() + PENDING_MARGIN_MS),
+        start: async () => {
+          const party = new RoomCall(leg);
+          const tools = await this.toolsFor(session, party, calls, log);
+          const live = party.watch(started(await this.d.runtime.startCall(session.id, { tools })));
+          // The session ending (agent hang-up, max duration, API) hangs the phone up.
+          void live.handle.ended.then(() => calls.hangUp(leg.callId).catch((err) => log.warn({ err }, 'carrier hang-up failed')));
+          return live;
+        },
+        onFailed: (reason, err) => {
+          if (err && !(err instanceof ConnectRefused)) log.error({ err, reason }, 'phone session did not start in its LiveKit room');
+          if (reason === 'caller_absent') void failed('user_hangup', 'completed'); // the phone left before the agent met it
+          else void failed(err instanceof ConnectRefused && err.code === 4503 ? 'capacity' : 'media_unavailable');
+        },
+      });
       return;
     }
     const link = new CallLink(leg, calls, log);
     try {
       const tools = await this.toolsFor(session, link, calls, log);
-      const live = await this.d.runtime.startCall(session.id, { tools });
+      const live = started(await this.d.runtime.startCall(session.id, { tools }));
       link.attach(live);
     } catch (err) {
       if (!(err instanceof ConnectRefused)) log.error({ err }, 'phone session did not start');
-      await calls.hangUp(leg.callId).catch(() => {});
-      await markSessionEnded(this.d.sql, session.id, { status: 'failed', reason: err instanceof ConnectRefused && err.code === 4503 ? 'capacity' : 'error' }).catch(() => {});
+      await failed(err instanceof ConnectRefused && err.code === 4503 ? 'capacity' : 'error');
     }
   }
 
-  private async toolsFor(session: SessionRow, link: CallLink, calls: CallControl, log: Logger) {
+  /**
+   * Transfer minutes (GAPS.md §6.3): from the handoff to the end of the human leg, billed on
+   * their own (`call_transfers`, ledger `transfer_usage`) at `PARLEY_TRANSFER_PRICE_PER_MINUTE`.
+   * A carrier that cannot tell when the handed-off call ends records nothing.
+   */
+  private billTransfer(session: SessionRow, h: { mode: 'cold' | 'warm'; destination: string; at: Date; handoff: { ended: Promise<void> | null } }, log: Logger): void {
+    if (!h.handoff.ended) return;
+    const price = this.d.settings.transferPricePerMinuteMicros;
+    const done: Promise<void> = h.handoff.ended
+      .then(() => recordTransfer(this.d.sql, { id: newId('xfer'), teamId: session.team_id, sessionId: session.id, mode: h.mode, destination: h.destination, startedAt: h.at, pricePerMinuteMicros: price }))
+      .then(
+        (row) => log.info({ minutes: row.minutes, costMicros: String(row.cost_micros) }, 'transfer minutes billed'),
+        (err) => log.error({ err }, 'transfer minutes not recorded'),
+      )
+      .finally(() => this.billing.delete(done));
+    this.billing.add(done);
+  }
+
+  private async toolsFor(session: SessionRow, link: CallParty, calls: CallControl, log: Logger) {
     const rt = await getSessionRuntime(this.d.sql, session.id);
     const destination = rt?.config.conversation.transfer_destinations[0];
     if (!rt || !destination) return [];
@@ -364,6 +493,8 @@ export class PhoneCallService {
         voiceId: session.overrides.voice_id ?? config.voice.voice_id,
         language: session.overrides.language ?? config.voice.speaking_language,
         ringTimeoutMs: this.d.settings.ringTimeoutMs,
+        record: (items) => void appendSessionItems(this.d.sql, session.id, items).catch((err) => log.error({ err }, 'transfer items not stored')),
+        onHandoff: (h) => this.billTransfer(session, h, log),
       }),
     ];
   }

@@ -133,14 +133,14 @@ export async function startLivekit(session: SessionResponse, options: StartOptio
 }
 
 /**
- * A room factory on the `livekit-client` package (browsers), or null when it is not installed.
- * Agent audio plays through an `<audio>` element the package creates (`track.attach()`).
+ * A room factory on the `livekit-client` package (a dependency; browsers), or null when it
+ * cannot be loaded. Agent audio plays through an `<audio>` element the package creates
+ * (`track.attach()`).
  */
 async function livekitClientFactory(): Promise<LivekitRoomFactory | null> {
-  let lk: any;
+  let lk: typeof import('livekit-client');
   try {
-    const name = 'livekit-client'; // a variable: optional, resolved at run time only
-    lk = await import(name);
+    lk = await import('livekit-client');
   } catch {
     return null;
   }
@@ -149,15 +149,15 @@ async function livekitClientFactory(): Promise<LivekitRoomFactory | null> {
     let leftByUs = false;
     return {
       async connect(url, token, h) {
-        room.on('dataReceived', (payload: Uint8Array, participant: { identity: string } | undefined, _kind: unknown, topic: string | undefined) => h.data(topic, payload, participant?.identity));
-        room.on('participantAttributesChanged', (changed: Record<string, string>, p: { identity: string }) => h.attributes(changed, p.identity));
-        room.on('trackSubscribed', (track: { kind: string; attach(): HTMLElement }) => {
-          if (track.kind === 'audio' && typeof document !== 'undefined') document.body.appendChild(track.attach());
+        room.on(lk.RoomEvent.DataReceived, (payload, participant, _kind, topic) => h.data(topic, payload, participant?.identity));
+        room.on(lk.RoomEvent.ParticipantAttributesChanged, (changed, p) => h.attributes(changed, p.identity));
+        room.on(lk.RoomEvent.TrackSubscribed, (track) => {
+          if (track.kind === lk.Track.Kind.Audio && typeof document !== 'undefined') document.body.appendChild(track.attach());
         });
-        room.on('reconnecting', () => h.reconnecting());
-        room.on('reconnected', () => h.reconnected());
-        room.on('disconnected', () => h.disconnected(leftByUs));
-        room.registerTextStreamHandler('lk.transcription', async (reader: { info: { attributes?: Record<string, string> }; readAll(): Promise<string> }, from: { identity: string }) => {
+        room.on(lk.RoomEvent.Reconnecting, () => h.reconnecting());
+        room.on(lk.RoomEvent.Reconnected, () => h.reconnected());
+        room.on(lk.RoomEvent.Disconnected, () => h.disconnected(leftByUs));
+        room.registerTextStreamHandler('lk.transcription', async (reader, from) => {
           h.text('lk.transcription', await reader.readAll(), reader.info.attributes ?? {}, from.identity);
         });
         try {
@@ -168,8 +168,8 @@ async function livekitClientFactory(): Promise<LivekitRoomFactory | null> {
         for (const p of room.remoteParticipants.values()) if (p.attributes) h.attributes(p.attributes, p.identity);
         return { identity: room.localParticipant.identity };
       },
-      publishData: (topic, payload) => room.localParticipant.publishData(payload, { reliable: true, topic }),
-      enableMicrophone: () => room.localParticipant.setMicrophoneEnabled(true),
+      publishData: (topic, payload) => room.localParticipant.publishData(Uint8Array.from(payload), { reliable: true, topic }),
+      enableMicrophone: async () => { await room.localParticipant.setMicrophoneEnabled(true); },
       async disconnect() {
         leftByUs = true;
         await room.disconnect();

@@ -1,9 +1,12 @@
 /**
- * Phone calls: the outbound limits (attempts per UTC day, calls in progress), the
- * `Idempotency-Key` record of call creation, dial outcomes, and the number a call reached.
+ * Phone calls: the outbound daily limit (attempts per UTC day; calls in progress are leased
+ * slots of the shared state, src/agent/phone-calls.ts), the `Idempotency-Key` record of call
+ * creation, dial outcomes (and their `phone_call.dial_finished` webhooks), transfer minutes,
+ * and the number a call reached.
  */
 import type { Sql } from './db.ts';
 import type { PhoneNumberRow } from './phone-numbers.ts';
+import { dialFinishedQueueCte } from './webhooks.ts';
 
 /** How long an `Idempotency-Key` is remembered (GAPS.md §13.3). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -15,14 +18,6 @@ export async function countOutboundAttempt(sql: Sql, teamId: string): Promise<nu
     on conflict (team_id, day) do update set attempts = phone_call_days.attempts + 1
     returning attempts`;
   return row!.attempts;
-}
-
-/** Outbound calls of the team that are ringing or live. */
-export async function liveOutboundCalls(sql: Sql, teamId: string): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`
-    select count(*)::int as n from sessions
-    where team_id = ${teamId} and source = 'phone' and direction = 'outbound' and status in ('pending', 'active')`;
-  return row!.n;
 }
 
 export type IdempotencyClaim =
@@ -60,9 +55,67 @@ export async function releaseIdempotencyKey(sql: Sql, teamId: string, key: strin
   await sql`delete from phone_call_requests where team_id = ${teamId} and key = ${key} and status is null`;
 }
 
-/** Records how the dial of an outbound call ended (`answered`, `busy`, `no_answer`, `failed`). */
-export async function setDialStatus(sql: Sql, sessionId: string, dialStatus: string, answeredBy: string | null): Promise<void> {
-  await sql`update sessions set dial_status = ${dialStatus}, answered_by = ${answeredBy} where id = ${sessionId}`;
+/**
+ * Records how the dial of an outbound call ended (`answered`, `busy`, `no_answer`, `failed`),
+ * once, and queues its `phone_call.dial_finished` webhooks in the same statement
+ * (`dialFinishedQueueCte`). False when the dial was already recorded.
+ */
+export async function setDialStatus(sql: Sql, sessionId: string, dialStatus: string, answeredBy: string | null): Promise<boolean> {
+  const rows = await sql`
+    with dialed as (
+      update sessions set dial_status = ${dialStatus}, answered_by = ${answeredBy}
+      where id = ${sessionId} and dial_status is null returning *
+    ),
+    webhooks as (${dialFinishedQueueCte(sql)})
+    select id from dialed`;
+  return rows.length === 1;
+}
+
+/** One `call_transfers` row (migration 012): a handed-off call, billed on its own. */
+export interface CallTransferRow {
+  id: string;
+  team_id: string;
+  session_id: string;
+  mode: 'cold' | 'warm';
+  destination: string;
+  started_at: Date;
+  ended_at: Date | null;
+  minutes: number;
+  price_per_minute_micros: bigint;
+  cost_micros: bigint;
+}
+
+/**
+ * Transfer minutes (GAPS.md §6.3, billed separately from the session): records the handed-off
+ * call from the handoff (`startedAt`) to the end of the human leg (now), charges every started
+ * minute at `pricePerMinuteMicros` (the balance may go below zero: the call happened) with a
+ * `transfer_usage` ledger entry whose ref is the transfer id. One statement.
+ */
+export async function recordTransfer(
+  sql: Sql,
+  t: { id: string; teamId: string; sessionId: string; mode: 'cold' | 'warm'; destination: string; startedAt: Date; pricePerMinuteMicros: bigint },
+): Promise<CallTransferRow> {
+  const [row] = await sql<CallTransferRow[]>`
+    with x as (
+      insert into call_transfers (id, team_id, session_id, mode, destination, started_at, ended_at, minutes, price_per_minute_micros, cost_micros)
+      select ${t.id}, ${t.teamId}, ${t.sessionId}, ${t.mode}, ${t.destination}, ${t.startedAt}, n.ts, m.minutes,
+             ${t.pricePerMinuteMicros.toString()}::bigint, m.minutes * ${t.pricePerMinuteMicros.toString()}::bigint
+      from (select clock_timestamp() as ts) n,
+           lateral (select greatest(1, ceil(extract(epoch from (n.ts - ${t.startedAt}::timestamptz)) / 60))::int as minutes) m
+      returning *
+    ),
+    credit as (update teams set credit_micros = credit_micros - x.cost_micros from x where teams.id = x.team_id and x.cost_micros > 0),
+    ledger as (
+      insert into credit_ledger (team_id, amount_micros, reason, ref)
+      select team_id, -cost_micros, 'transfer_usage', id from x where cost_micros > 0
+    )
+    select * from x`;
+  return row!;
+}
+
+/** The transfers of a session, oldest first. */
+export function listCallTransfers(sql: Sql, sessionId: string): Promise<CallTransferRow[]> {
+  return sql<CallTransferRow[]>`select * from call_transfers where session_id = ${sessionId} order by started_at`;
 }
 
 /** The active number that holds `phoneNumber`, on any team (an inbound call reached it). */

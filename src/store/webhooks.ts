@@ -29,14 +29,15 @@ export interface DeliveryRow {
  * The `session` object of a post-call body (GAPS.md §8.1), built from a `sessions` row aliased
  * `e` (compact JSON; `metadata` embedded as the stored `json` text, so verbatim).
  */
-function sessionSnapshot(sql: Sql) {
+function sessionSnapshot(sql: Sql, atDial = false) {
+  // `atDial`: the snapshot of `phone_call.dial_finished`, taken at dial time: no end, no duration.
   return sql`
     select row_to_json(x) as session from (
-      select e.id, e.agent_id, e.agent_name, null::text as branch_id, e.source, e.status, e.direction,
+      select e.id, e.agent_id, e.agent_name, null::text as branch_id, e.source, ${atDial ? sql`'pending'::text` : sql`e.status`} as status, e.direction,
              e.dial_status, e.answered_by, null::text as batch_call_id,
              to_char(e.started_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_started_at,
-             to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as conversation_ended_at,
-             round(extract(epoch from (e.ended_at - e.started_at)))::int as duration_seconds,
+             ${atDial ? sql`null::text` : sql`to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`} as conversation_ended_at,
+             ${atDial ? sql`null::int` : sql`round(extract(epoch from (e.ended_at - e.started_at)))::int`} as duration_seconds,
              coalesce(e.end_user_id, '') as end_user_id, e.metadata, e.config_hash
     ) x`;
 }
@@ -47,8 +48,9 @@ function sessionSnapshot(sql: Sql) {
  * are `sessions` rows as updated (`returning s.*`). Run inside that statement, the queue is
  * written atomically with the end: a session is never ended without its deliveries.
  *
- * Which sessions: every one that started (someone joined) and is not a preview
- * (`source = 'dashboard'`); a session nobody joined sends nothing, like an expired pending one.
+ * Which sessions: every one that started (someone joined) and is not a builder preview
+ * (`preview`, migration 011; GAPS.md §8.1 "Preview calls → nothing"); a session nobody joined
+ * sends nothing, like an expired pending one.
  * Which endpoints: every `webhooks.post_call` entry of the version the session ran.
  * What: `call.ended` (seq 1); and `call.analyzed` (seq 2) at once when the same statement
  * settled the analysis as `skipped` (analysis disabled, or no user message). A queued analysis
@@ -72,7 +74,32 @@ export function postCallQueueCte(sql: Sql) {
                to_char(e.ended_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as finished_at) p)
       where e.analysis_status = 'skipped'
     ) ev
-    where e.started_at is not null and e.source <> 'dashboard'`;
+    where e.started_at is not null and not e.preview`;
+}
+
+/**
+ * The body of a data-modifying CTE that queues `phone_call.dial_finished` (seq 0: before
+ * `call.ended`) of outbound calls whose dial a statement just settled (GAPS.md §8.1: once per
+ * call, answered or not). Contract: the enclosing statement has a CTE named `dialed` of
+ * `sessions` rows as updated, with `dial_status` and `answered_by` set. Same endpoints (the
+ * version's `webhooks.post_call`) and signing as the post-call events; the session snapshot is
+ * the one at dial time (status `pending`, end and duration null). Body:
+ * `{event: "phone_call.dial_finished", session, dial_status, answered_by}`.
+ */
+export function dialFinishedQueueCte(sql: Sql) {
+  return sql`
+    insert into webhook_deliveries (id, team_id, session_id, endpoint_index, url, secret_sealed, event, seq, body, next_attempt_at)
+    select 'whd_' || substr(md5(gen_random_uuid()::text), 1, 24), e.team_id, e.id, (w.ord - 1)::int,
+           w.ep->>'url', w.ep->'secret'->>'sealed', 'phone_call.dial_finished', 0,
+           (select row_to_json(p)::text from (
+             select 'phone_call.dial_finished' as event, s.session, e.dial_status, e.answered_by) p),
+           clock_timestamp()
+    from dialed e
+    join agent_versions v on v.agent_id = e.agent_id and v.version_number = e.version_number
+    cross join lateral jsonb_array_elements(coalesce(v.config->'webhooks'->'post_call', '[]'::jsonb)) with ordinality as w(ep, ord)
+    cross join lateral (${sessionSnapshot(sql, true)}) s
+    where e.direction = 'outbound' and not e.preview
+    on conflict (session_id, endpoint_index, seq) do nothing`;
 }
 
 /**
@@ -95,7 +122,7 @@ export function analyzedQueueCte(sql: Sql, error: string | null) {
     join agent_versions v on v.agent_id = e.agent_id and v.version_number = e.version_number
     cross join lateral jsonb_array_elements(coalesce(v.config->'webhooks'->'post_call', '[]'::jsonb)) with ordinality as w(ep, ord)
     cross join lateral (${sessionSnapshot(sql)}) s
-    where e.started_at is not null and e.source <> 'dashboard'
+    where e.started_at is not null and not e.preview
     on conflict (session_id, endpoint_index, seq) do nothing`;
 }
 

@@ -83,6 +83,8 @@ export interface CallLeg {
   readonly to: string;
   readonly direction: 'inbound' | 'outbound';
   readonly media: CallMedia | null;
+  /** When `media` is null: the LiveKit room the call's media is in, and the phone's participant there. */
+  readonly mediaRoom?: { name: string; identity: string };
   /** Resolves once, when the leg ends. */
   readonly ended: Promise<LegEnd>;
 }
@@ -93,6 +95,15 @@ export interface InboundCall extends CallLeg {
   answer(): void;
   /** Refuses the call: `busy` (unbound number, no capacity) or `unavailable` (anything else). */
   reject(reason: 'busy' | 'unavailable'): void;
+}
+
+/**
+ * A call the platform handed off (cold transfer, warm merge): the caller and the human talk
+ * without us. Transfer minutes are billed from the handoff to `ended` (GAPS.md §6.3).
+ */
+export interface Handoff {
+  /** Resolves when that call ends (either party hangs up); null when the carrier cannot tell. */
+  readonly ended: Promise<void> | null;
 }
 
 /** How a dial ended: answered (with the live leg), or not. */
@@ -132,9 +143,9 @@ export interface CallControl {
    * destination took the call; the leg then ends with `transferred`. CarrierRefused when the
    * handoff is refused (busy, no answer, carrier refusal): the leg stays ours.
    */
-  transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<void>;
+  transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<Handoff>;
   /** Warm merge: joins two of our legs to each other and leaves both (each ends `transferred`). */
-  bridge(callId: string, otherCallId: string): Promise<void>;
+  bridge(callId: string, otherCallId: string): Promise<Handoff>;
   /** Ends the leg (idempotent; an ended leg is not an error). */
   hangUp(callId: string): Promise<void>;
 }

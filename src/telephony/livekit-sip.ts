@@ -116,14 +116,19 @@ interface LkLeg extends CallLeg {
 function lkLeg(o: { callId: string; from: string; to: string; direction: 'inbound' | 'outbound'; room: string; identity: string }): LkLeg {
   let finish!: (how: LegEnd) => void;
   const ended = new Promise<LegEnd>((r) => (finish = r));
-  return { ...o, media: null, ended, finish };
+  return { ...o, media: null, mediaRoom: { name: o.room, identity: o.identity }, ended, finish };
 }
 
 export class LivekitSipCarrier implements Carrier {
   readonly provider = 'managed' as const;
   readonly sip: SipClient;
   readonly rooms: RoomServiceClient;
-  readonly calls: CallControl & { inboundFromParticipant(p: { room: string; identity: string; attributes: Record<string, string> }): InboundCall | null };
+  readonly calls: CallControl & {
+    /** A SIP participant joined an inbound room (LiveKit webhook): the call, handed to the handler; null when not ours or already known. */
+    inboundFromParticipant(p: { room: string; identity: string; attributes: Record<string, string> }): InboundCall | null;
+    /** A phone's participant left its room (LiveKit webhook): its leg ends (`remote_hangup`). */
+    participantLeft(p: { room: string; identity: string }): void;
+  };
 
   constructor(
     readonly cfg: LivekitSipConfig,
@@ -142,9 +147,10 @@ export class LivekitSipCarrier implements Carrier {
       onInboundCall: (h) => {
         handler = h;
       },
-      /** A SIP participant joined an inbound room (LiveKit webhook): the call, for the handler. */
       inboundFromParticipant: (p) => {
         if (!p.room.startsWith(INBOUND_ROOM_PREFIX) || !handler) return null;
+        // LiveKit delivers webhooks at least once: a participant already known is the same call.
+        if (legs.has(`${p.room}/${p.identity}`)) return null;
         const leg = lkLeg({ callId: `${p.room}/${p.identity}`, from: p.attributes['sip.phoneNumber'] ?? '', to: p.attributes['sip.trunkPhoneNumber'] ?? '', direction: 'inbound', room: p.room, identity: p.identity });
         legs.set(leg.callId, leg);
         const call: InboundCall = {
@@ -158,6 +164,13 @@ export class LivekitSipCarrier implements Carrier {
         };
         handler(call);
         return call;
+      },
+      participantLeft: (p) => {
+        const callId = `${p.room}/${p.identity}`;
+        const leg = legs.get(callId);
+        if (!leg) return;
+        legs.delete(callId);
+        leg.finish('remote_hangup');
       },
       dial: async (req, signal): Promise<DialOutcome> => {
         const r = dialRequest(this.cfg, req);
@@ -183,6 +196,8 @@ export class LivekitSipCarrier implements Carrier {
         await sip.transferSipParticipant(t.room, t.identity, t.transferTo, t.opts).catch(refused);
         legs.delete(req.callId);
         leg.finish('transferred');
+        // After the REFER the call is the SIP provider's: its end is not reported here.
+        return { ended: null };
       },
       bridge: async (callId, otherCallId) => {
         const a = legs.get(callId);
@@ -193,6 +208,7 @@ export class LivekitSipCarrier implements Carrier {
         legs.delete(otherCallId);
         a.finish('transferred');
         b.finish('transferred');
+        return { ended: null };
       },
       hangUp: async (callId) => {
         const leg = legs.get(callId);

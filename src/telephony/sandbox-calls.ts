@@ -17,6 +17,7 @@ import {
   type CallMedia,
   type DialOutcome,
   type DialRequest,
+  type Handoff,
   type InboundCall,
   type LegEnd,
 } from './carrier.ts';
@@ -59,6 +60,8 @@ export class SandboxPhone {
   peer: SandboxPhone | null = null;
   ringing: { callId: string; settle(answer: boolean): void } | null = null;
   closed = false;
+  /** Set while bridged by a handoff: called once when the bridged call ends. */
+  onBridgeEnd: (() => void) | null = null;
 
   constructor(
     readonly socket: PhoneSocket,
@@ -90,9 +93,18 @@ export class SandboxPhone {
       p.peer = null;
       p.callEnded('remote_hangup');
       this.callEnded('hangup');
+      this.bridgeOver();
+      p.bridgeOver();
     } else if (this.leg) {
       this.leg.end('remote_hangup');
     }
+  }
+
+  /** The bridged call of a handoff ended. */
+  bridgeOver(): void {
+    const f = this.onBridgeEnd;
+    this.onBridgeEnd = null;
+    f?.();
   }
 
   /** Tells the phone its call ended; a dialer's socket closes. */
@@ -319,7 +331,7 @@ export class SandboxCalls implements CallControl {
     leg.setHold(on);
   }
 
-  async transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<void> {
+  async transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<Handoff> {
     const forced = this.failures.transfer.shift();
     if (forced !== undefined) throw new CarrierRefused(forced);
     const leg = this.legs.get(req.callId);
@@ -330,28 +342,33 @@ export class SandboxCalls implements CallControl {
       target.phone.callEnded('hangup');
       throw new CarrierRefused('the caller hung up');
     }
-    this.join(leg, target.phone, req.destination);
+    return this.join(leg, target.phone, req.destination);
   }
 
-  async bridge(callId: string, otherCallId: string): Promise<void> {
+  async bridge(callId: string, otherCallId: string): Promise<Handoff> {
     const a = this.legs.get(callId);
     const b = this.legs.get(otherCallId);
     if (!a || !b || a.done || b.done) throw new CarrierRefused('no such call');
     const other = b.phone;
     b.end('transferred');
     other.leg = null;
-    this.join(a, other, b.to);
+    return this.join(a, other, b.to);
   }
 
   /** Connects the phone of `leg` directly with `other`; the platform leaves the leg. */
-  private join(leg: SandboxLeg, other: SandboxPhone, otherNumber: string): void {
+  private join(leg: SandboxLeg, other: SandboxPhone, otherNumber: string): Handoff {
     const phone = leg.phone;
+    let over!: () => void;
+    const ended = new Promise<void>((r) => (over = r));
+    phone.onBridgeEnd = over;
+    other.onBridgeEnd = over;
     leg.end('transferred');
     phone.leg = null;
     phone.peer = other;
     other.peer = phone;
     phone.socket.json({ type: 'call.transferred', call_id: leg.callId, to: otherNumber });
     other.socket.json({ type: 'call.started', call_id: `${leg.callId}-x`, direction: 'outbound', from: leg.direction === 'inbound' ? leg.from : leg.to, to: otherNumber, sample_rate_hz: CALL_SAMPLE_RATE_HZ, encoding: 'pcm_s16le', bridged: true });
+    return { ended };
   }
 
   async hangUp(callId: string): Promise<void> {
@@ -367,6 +384,7 @@ export class SandboxCalls implements CallControl {
   close(): void {
     for (const leg of [...this.legs.values()]) leg.end('local_hangup');
     for (const p of [...this.phones]) {
+      p.bridgeOver();
       p.closed = true;
       p.socket.close(1001, 'carrier closing');
     }

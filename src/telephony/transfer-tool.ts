@@ -20,8 +20,8 @@ import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import type { TransferDestination } from '../agent/config/index.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16 } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
-import type { CallLink } from './call-link.ts';
-import { CarrierRefused, type CallControl, type CallLeg } from './carrier.ts';
+import type { CallParty } from './call-link.ts';
+import { CarrierRefused, type CallControl, type CallLeg, type Handoff } from './carrier.ts';
 
 export const TRANSFER_TOOL_NAME = 'transfer_call';
 /** How long the destination may ring (cold handoff and warm consult leg). */
@@ -46,7 +46,8 @@ const NO = /\b(no|nope|decline|not now|can't|cannot|busy)\b|^(いいえ|不|아�
 
 export interface TransferToolOptions {
   destination: TransferDestination;
-  link: CallLink;
+  /** The call: a `CallLink` (media here) or a `RoomCall` (media in a LiveKit room: nothing is spoken by the tool itself). */
+  link: CallParty;
   carrier: CallControl;
   /** Our number: the caller ID the destination sees (the originally dialed number, inbound). */
   ourNumber: string;
@@ -59,18 +60,36 @@ export interface TransferToolOptions {
   log: Logger;
   ringTimeoutMs?: number;
   confirmTimeoutMs?: number;
+  /**
+   * Writes transcript items (the session's record). What the tool itself speaks (the hold line,
+   * and on warm transfers the briefing and the question to the human) is written as an
+   * `assistant` message with `audience` `caller` or `transfer_destination` and `source`
+   * `transfer_call`.
+   */
+  record?(items: { type: string; payload: unknown }[]): void;
+  /** The call was handed off (cold transfer done, or warm merge): transfer minutes start now. */
+  onHandoff?(h: { mode: 'cold' | 'warm'; destination: string; at: Date; handoff: Handoff }): void;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 
-/** Speaks `text` in the session's voice to `leg`, paced in real time (20 ms frames). */
-async function say(o: TransferToolOptions, leg: CallLeg, text: string, signal: AbortSignal): Promise<void> {
+/**
+ * Speaks `text` in the session's voice to `leg`, paced in real time (20 ms frames), and writes it
+ * to the transcript as an assistant message addressed to `audience`.
+ */
+async function say(o: TransferToolOptions, leg: CallLeg, text: string, signal: AbortSignal, audience: 'caller' | 'transfer_destination' = 'caller'): Promise<void> {
   const media = leg.media;
   if (!media || !text.trim()) return;
+  o.record?.([{ type: 'message', payload: { role: 'assistant', content: text, audience, source: TRANSFER_TOOL_NAME, created_at: new Date().toISOString() } }]);
   const tts = await o.backend.synthesize({ voiceId: o.voiceId, language: o.language, signal });
   tts.send(text);
   tts.end();
@@ -194,7 +213,8 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
     await o.link.agentQuiet();
     if (!o.link.announced()) await say(o, o.link.leg, notice.cold, signal);
     try {
-      await o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS }, signal);
+      const handoff = await o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS }, signal);
+      o.onHandoff?.({ mode: 'cold', destination: d.phone_number, at: new Date(), handoff });
     } catch (err) {
       const detail = err instanceof CarrierRefused ? err.detail : 'the carrier did not answer';
       o.log.warn({ err, mode: 'cold' }, 'transfer refused');
@@ -245,9 +265,9 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
     }
     const listener = d.warm_connect === 'confirm' ? listen(o, consult, signal) : null;
     try {
-      await say(o, consult, briefing, signal);
+      await say(o, consult, briefing, signal, 'transfer_destination');
       if (listener) {
-        await say(o, consult, notice.ask, signal);
+        await say(o, consult, notice.ask, signal, 'transfer_destination');
         const answer = await listener.answer(o.confirmTimeoutMs ?? TRANSFER_CONFIRM_TIMEOUT_MS);
         listener.stop();
         if (answer !== 'yes') {
@@ -256,7 +276,8 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
         }
       }
       if (signal.aborted) throw new Error('session ended');
-      await o.carrier.bridge(callId, consult.callId);
+      const handoff = await o.carrier.bridge(callId, consult.callId);
+      o.onHandoff?.({ mode: 'warm', destination: d.phone_number, at: new Date(), handoff });
     } catch (err) {
       listener?.stop();
       await o.carrier.hangUp(consult.callId).catch(() => {});

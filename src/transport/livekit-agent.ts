@@ -48,10 +48,10 @@ export function agentIdentity(sessionId: string): string {
  * A token for the agent participant: its room only, publish (audio, data), subscribe, and
  * update its own attributes (`lk.agent.state`); kind `agent`.
  */
-export async function mintAgentToken(cfg: Pick<LivekitConfig, 'apiKey' | 'apiSecret'>, sessionId: string, ttlSeconds: number): Promise<string> {
+export async function mintAgentToken(cfg: Pick<LivekitConfig, 'apiKey' | 'apiSecret'>, sessionId: string, ttlSeconds: number, room: string = roomName(sessionId)): Promise<string> {
   const at = new AccessToken(cfg.apiKey, cfg.apiSecret, { identity: agentIdentity(sessionId), name: 'agent', ttl: Math.max(1, Math.ceil(ttlSeconds)), attributes: { [AGENT_STATE_ATTRIBUTE]: 'initializing' } });
   at.kind = 'agent';
-  at.addGrant({ room: roomName(sessionId), roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true, canUpdateOwnMetadata: true, agent: true, roomCreate: false, roomAdmin: false, roomList: false, roomRecord: false });
+  at.addGrant({ room, roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true, canUpdateOwnMetadata: true, agent: true, roomCreate: false, roomAdmin: false, roomList: false, roomRecord: false });
   return at.toJwt();
 }
 
@@ -261,28 +261,72 @@ export interface LivekitAgentsOptions {
   loadRtc?: () => Promise<Rtc>;
 }
 
+/**
+ * A phone call whose media is in a LiveKit room (the livekit-sip carrier): the agent joins
+ * `room`, waits for the phone's SIP participant `caller` until `deadline`, then `start()`s the
+ * session (the phone-call service starts it directly: no session token). The phone leaving
+ * the room, for any reason, is a hang-up (`user_hangup`): phones do not rejoin.
+ */
+export interface CallDispatch {
+  sessionId: string;
+  room: string;
+  caller: string;
+  deadline: Date;
+  maxDurationSeconds: number;
+  start(): Promise<LiveSession>;
+  /** The agent could not join, the phone never appeared, or the session did not start. */
+  onFailed(reason: 'join_failed' | 'caller_absent' | 'start_failed', err?: unknown): void;
+}
+
+interface Join {
+  sessionId: string;
+  room: string;
+  caller: string;
+  deadline: Date;
+  ttlSeconds: number;
+  start(): Promise<LiveSession>;
+  /** A phone: any departure is a hang-up. */
+  phone: boolean;
+  onFailed?: CallDispatch['onFailed'];
+}
+
 /** Joins session rooms as the agent. One instance per node. */
 export class LivekitAgents {
   private readonly rooms = new Set<Room>();
   private closing = false;
+  /** rtc-node (the options' `loadRtc`, else the package); tests may swap it before the first dispatch. */
+  loadRtc: () => Promise<Rtc>;
 
-  constructor(private readonly o: LivekitAgentsOptions) {}
+  constructor(private readonly o: LivekitAgentsOptions) {
+    this.loadRtc = o.loadRtc ?? (() => import('@livekit/rtc-node'));
+  }
 
   /** Sends the agent to the session's room (in the background; failures are logged). */
   dispatch(session: { id: string; expires_at: Date; max_duration_seconds: number }, sessionToken: string): void {
-    this.join(session, sessionToken).catch((err) => this.o.log.error({ err, sessionId: session.id }, 'livekit agent failed to join'));
+    const ttlSeconds = (session.expires_at.getTime() - Date.now()) / 1000 + session.max_duration_seconds + 60;
+    this.join({ sessionId: session.id, room: roomName(session.id), caller: callerIdentity(session.id), deadline: session.expires_at, ttlSeconds, phone: false, start: () => this.o.runtime.connect(sessionToken) })
+      .catch((err) => this.o.log.error({ err, sessionId: session.id }, 'livekit agent failed to join'));
   }
 
-  private async join(session: { id: string; expires_at: Date; max_duration_seconds: number }, sessionToken: string): Promise<void> {
-    if (this.closing) return;
-    const rtc = await (this.o.loadRtc ?? (() => import('@livekit/rtc-node')))();
-    const log = this.o.log.child({ sessionId: session.id });
-    const caller = callerIdentity(session.id);
-    const ttlSeconds = (session.expires_at.getTime() - Date.now()) / 1000 + session.max_duration_seconds + 60;
+  /** Sends the agent to a phone call's room (in the background; failures reach `onFailed`). */
+  dispatchCall(c: CallDispatch): void {
+    const ttlSeconds = (c.deadline.getTime() - Date.now()) / 1000 + c.maxDurationSeconds + 60;
+    this.join({ sessionId: c.sessionId, room: c.room, caller: c.caller, deadline: c.deadline, ttlSeconds, phone: true, start: c.start, onFailed: c.onFailed }).catch((err) => {
+      this.o.log.error({ err, sessionId: c.sessionId }, 'livekit agent failed to join a call');
+      c.onFailed('join_failed', err);
+    });
+  }
+
+  private async join(j: Join): Promise<void> {
+    if (this.closing) return j.onFailed?.('join_failed');
+    const rtc = await this.loadRtc();
+    const log = this.o.log.child({ sessionId: j.sessionId });
+    const caller = j.caller;
+    const session = { id: j.sessionId, expires_at: j.deadline };
     const room = new rtc.Room();
     this.rooms.add(room);
     room.once('disconnected', () => this.rooms.delete(room));
-    await room.connect(this.o.config.url, await mintAgentToken(this.o.config, session.id, ttlSeconds), { autoSubscribe: true, dynacast: false });
+    await room.connect(this.o.config.url, await mintAgentToken(this.o.config, j.sessionId, j.ttlSeconds, j.room), { autoSubscribe: true, dynacast: false });
     const rate = this.o.publishRateHz ?? SESSION_SAMPLE_RATE_HZ;
     const source = new rtc.AudioSource(rate, 1, AUDIO_QUEUE_MS * 2);
     const track = rtc.LocalAudioTrack.createAudioTrack('agent', source);
@@ -309,17 +353,19 @@ export class LivekitAgents {
       if (!joined) {
         log.info({}, 'caller never joined the livekit room');
         await port.disconnect().catch(() => {});
+        j.onFailed?.('caller_absent');
         return;
       }
     }
 
     let live: LiveSession;
     try {
-      live = await this.o.runtime.connect(sessionToken);
+      live = await j.start();
     } catch (err) {
       if (!(err instanceof ConnectRefused)) log.error({ err }, 'livekit session failed to start');
       await port.publishData(TOPICS.agentEvent, encoder.encode(JSON.stringify({ type: 'error', code: 'internal_error' }))).catch(() => {});
       await port.disconnect().catch(() => {});
+      j.onFailed?.('start_failed', err);
       return;
     }
     let left = false;
@@ -366,10 +412,10 @@ export class LivekitAgents {
     });
     room.on('participantDisconnected', (p) => {
       if (p.identity !== caller || left) return;
-      live.detach(link, p.disconnectReason === rtc.DisconnectReason.CLIENT_INITIATED ? 'clean' : 'drop');
+      live.detach(link, j.phone || p.disconnectReason === rtc.DisconnectReason.CLIENT_INITIATED ? 'clean' : 'drop');
     });
     room.on('participantConnected', (p) => {
-      if (p.identity === caller && !left) attach();
+      if (p.identity === caller && !left && !j.phone) attach();
     });
     room.on('disconnected', () => {
       if (!left) live.detach(link, 'drop');

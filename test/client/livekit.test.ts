@@ -14,8 +14,9 @@ const joined = async (options: Parameters<typeof start>[1] = {}) => {
   return { convo, room: FakeLivekitRoom.instances[0] };
 };
 
-t.test('without livekit-client and without a room factory: unsupported_transport, nothing joined', async (t) => {
-  await t.rejects(start(session), { name: 'ClientError', code: 'unsupported_transport', message: /livekit-client/ });
+t.test('without a room factory the SDK joins through the livekit-client package; outside a browser the join fails as connection_failed, never as unsupported_transport', async (t) => {
+  const local = { ...session, livekit_url: 'ws://127.0.0.1:9' };
+  await t.rejects(start(local), { name: 'ClientError', code: 'connection_failed', message: /Could not join the room/ });
 });
 
 t.test('joins livekit_url with the token, publishes the microphone, maps the protocol', async (t) => {

@@ -1,9 +1,12 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
-import { sandboxOf } from './helpers.ts';
+import { ledgerOf, sandboxOf } from './helpers.ts';
+import { listCallTransfers } from '../../src/store/phone-calls.ts';
 import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
 
-const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
+// Transfer minutes have their own price (PARLEY_TRANSFER_PRICE_PER_MINUTE): 0.25 here.
+const TRANSFER_PRICE = 250_000n;
+const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' }, config: { phoneCalls: { transferPricePerMinuteMicros: TRANSFER_PRICE } } });
 t.teardown(() => app.close());
 
 const HUMAN = '+13125550199';
@@ -69,9 +72,23 @@ t.test('cold transfer: the agent announces, the carrier hands off to the human, 
   t.match(s, { status: 'completed', ended_reason: 'call_transferred' });
   const calls = s.items.filter((i: any) => i.type === 'tool_call' || i.type === 'tool_result');
   t.match(calls, [{ type: 'tool_call', tool_name: 'transfer_call' }, { type: 'tool_result', tool_name: 'transfer_call', status: 'completed' }]);
+  // The hold line the tool spoke is in the transcript, as the agent's.
+  const said = s.items.filter((i: any) => i.type === 'message' && i.role === 'assistant').map((i: any) => i.content);
+  t.same(said, ['Hello.', 'Please hold while I transfer your call.'], 'the tool\'s hold line is an assistant message');
+  t.match(s.items.find((i: any) => i.content === 'Please hold while I transfer your call.'), { role: 'assistant', audience: 'caller', source: 'transfer_call' });
+  t.same(await listCallTransfers(app.db.sql, s.session_id), [], 'transfer minutes run until the human leg ends');
   caller.send({ type: 'hangup' });
   await human.event('call.ended');
   human.close();
+  // GAPS.md §6.3: transfer minutes are billed separately: from the handoff to the end of the human leg.
+  let transfers = await listCallTransfers(app.db.sql, s.session_id);
+  for (let i = 0; i < 100 && !transfers.length; i++) transfers = (await sleep(50), await listCallTransfers(app.db.sql, s.session_id));
+  t.equal(transfers.length, 1, 'one transfer recorded');
+  t.match(transfers[0], { mode: 'cold', destination: HUMAN, minutes: 1, price_per_minute_micros: TRANSFER_PRICE, cost_micros: TRANSFER_PRICE });
+  t.ok(transfers[0]!.ended_at! > transfers[0]!.started_at, 'from the handoff to the end of the human leg');
+  const ledger = await ledgerOf(app, app.teamId);
+  t.match(ledger.filter((e) => e.ref === transfers[0]!.id), [{ amount: -TRANSFER_PRICE, reason: 'transfer_usage' }], 'its own ledger entry, at its own price');
+  t.notOk(ledger.some((e) => e.ref === s.session_id && e.reason === 'transfer_usage'), 'not part of the session charge');
 });
 
 t.test('cold transfer refused by the carrier: the agent apologizes and the call goes on', async (t) => {
@@ -95,6 +112,7 @@ t.test('cold transfer refused by the carrier: the agent apologizes and the call 
   const s = await sessionOf(app, '+16505550202');
   t.equal(s.status, 'active');
   t.match(s.items.find((i: any) => i.type === 'tool_result'), { tool_name: 'transfer_call', status: 'failed' });
+  t.same(await listCallTransfers(app.db.sql, s.session_id), [], 'a refused transfer bills no transfer minutes');
   caller.send({ type: 'hangup' });
   await caller.closed;
 });

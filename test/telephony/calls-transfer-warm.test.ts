@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
+import { listCallTransfers } from '../../src/store/phone-calls.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
 t.teardown(() => app.close());
@@ -66,9 +67,19 @@ t.test('warm transfer, confirm: hold, the human is briefed and says yes, the cal
   await sleep(2500);
   const s = await sessionOf(app, '+16505550203');
   t.match(s, { status: 'completed', ended_reason: 'call_transferred' });
+  // What the tool spoke is in the transcript: the hold line to the caller, the briefing and the question to the human.
+  const spoken = s.items.filter((i: any) => i.type === 'message' && i.source === 'transfer_call').map((i: any) => [i.role, i.audience, i.content]);
+  t.same(spoken, [
+    ['assistant', 'caller', 'Please hold while I connect you.'],
+    ['assistant', 'transfer_destination', 'The caller wants a refund'],
+    ['assistant', 'transfer_destination', 'Say yes to take the call, or no to decline.'],
+  ]);
   caller.send({ type: 'hangup' });
   await human.event('call.ended');
   human.close();
+  let transfers = await listCallTransfers(app.db.sql, s.session_id);
+  for (let i = 0; i < 100 && !transfers.length; i++) transfers = (await sleep(50), await listCallTransfers(app.db.sql, s.session_id));
+  t.match(transfers, [{ mode: 'warm', destination: HUMAN, minutes: 1, price_per_minute_micros: 100_000n, cost_micros: 100_000n }], 'the merged call is billed as transfer minutes (default price 0.10)');
 });
 
 t.test('warm transfer, confirm: the human declines, the caller comes back from hold', async (t) => {
