@@ -18,6 +18,7 @@ import type { Logger } from '../log.ts';
 import { claimDueAnalyses, loadAnalysisInput, releaseAnalysis, settleAnalysis } from '../store/analysis.ts';
 import type { Sql } from '../store/db.ts';
 import type { SessionRow } from '../store/sessions.ts';
+import { LeasePoller } from '../jobs/lease-poller.ts';
 import { analysisModel, analyze, FAILED, type AnalysisConfig } from './analyze.ts';
 
 export interface AnalysisWorkerOptions {
@@ -42,66 +43,37 @@ export class AnalysisWorker {
   readonly maxAttempts: number;
   private readonly backoffMs: number[];
   private readonly timeoutMs: number;
-  private readonly pollMs: number;
-  private readonly concurrency: number;
   private readonly claimId = `an_${randomBytes(9).toString('hex')}`;
-  private readonly inFlight = new Map<string, { ac: AbortController; done: Promise<void> }>();
-  private timer: NodeJS.Timeout | undefined;
-  private ticking: Promise<void> | undefined;
-  private stopped = true;
+  private readonly poller: LeasePoller<SessionRow>;
 
   constructor(private readonly o: AnalysisWorkerOptions) {
     this.backoffMs = o.backoffMs ?? [1000, 5000];
     this.maxAttempts = o.maxAttempts ?? 3;
     this.timeoutMs = o.timeoutMs ?? 60_000;
-    this.pollMs = o.pollMs ?? 500;
-    this.concurrency = o.concurrency ?? 8;
+    this.poller = new LeasePoller<SessionRow>({
+      name: 'analysis',
+      log: o.log,
+      pollMs: o.pollMs ?? 500,
+      concurrency: o.concurrency ?? 8,
+      claim: (limit) => claimDueAnalyses(o.sql, { limit, leaseMs: this.timeoutMs + 30_000, claimId: this.claimId }),
+      key: (row) => row.id,
+      run: (row, signal) => this.run(row, signal),
+      failure: (row) => ({ fields: { sessionId: row.id }, msg: 'analysis outcome not recorded' }),
+    });
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+    this.poller.start();
   }
 
   /** Claims and starts what is due now; resolves once claimed (not once settled). */
-  async tick(): Promise<number> {
-    if (this.stopped) return 0;
-    const rows = await claimDueAnalyses(this.o.sql, { limit: this.concurrency - this.inFlight.size, leaseMs: this.timeoutMs + 30_000, claimId: this.claimId });
-    for (const row of rows) {
-      const ac = new AbortController();
-      const done = this.run(row, ac.signal)
-        .catch((err) => this.o.log.error({ err, sessionId: row.id }, 'analysis outcome not recorded'))
-        .finally(() => this.inFlight.delete(row.id));
-      this.inFlight.set(row.id, { ac, done });
-    }
-    return rows.length;
+  tick(): Promise<number> {
+    return this.poller.tick();
   }
 
   /** Stops polling, aborts analyses in flight and hands their rows back to the queue. */
-  async close(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.ticking;
-    for (const f of this.inFlight.values()) f.ac.abort();
-    await Promise.all([...this.inFlight.values()].map((f) => f.done));
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick()
-        .then(
-          () => undefined,
-          (err) => {
-            if (!this.stopped) this.o.log.warn({ err }, 'analysis queue poll failed');
-          },
-        )
-        .finally(() => {
-          this.ticking = undefined;
-          this.schedule(this.pollMs);
-        });
-    }, ms);
+  close(): Promise<void> {
+    return this.poller.close();
   }
 
   private async run(row: SessionRow, signal: AbortSignal): Promise<void> {

@@ -19,6 +19,7 @@ import { outboundFetch, OutboundError, type Resolver } from '../net/index.ts';
 import type { Sql } from '../store/db.ts';
 import { claimDueDeliveries, recordAttempt, type AttemptOutcome, type DeliveryRow } from '../store/webhooks.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './sign.ts';
+import { LeasePoller } from '../jobs/lease-poller.ts';
 
 export interface WebhookWorkerOptions {
   sql: Sql;
@@ -47,75 +48,41 @@ export class WebhookWorker {
   readonly backoffMs: number[];
   readonly maxAttempts: number;
   readonly timeoutMs: number;
-  private readonly pollMs: number;
-  private readonly concurrency: number;
   private readonly claimId = `wk_${randomBytes(9).toString('hex')}`;
-  private readonly inFlight = new Map<string, { ac: AbortController; done: Promise<void> }>();
-  private timer: NodeJS.Timeout | undefined;
-  private ticking: Promise<void> | undefined;
-  private stopped = true;
+  private readonly poller: LeasePoller<DeliveryRow>;
 
   constructor(private readonly o: WebhookWorkerOptions) {
     this.backoffMs = o.backoffMs ?? [1000, 5000];
     this.maxAttempts = o.maxAttempts ?? 3;
     this.timeoutMs = o.timeoutMs ?? 10_000;
-    this.pollMs = o.pollMs ?? 500;
-    this.concurrency = o.concurrency ?? 32;
+    this.poller = new LeasePoller<DeliveryRow>({
+      name: 'webhook',
+      log: o.log,
+      pollMs: o.pollMs ?? 500,
+      concurrency: o.concurrency ?? 32,
+      // A claim outlives the attempt's timeout with room to record the outcome.
+      claim: (limit) => claimDueDeliveries(o.sql, { limit, leaseMs: this.timeoutMs + 20_000, claimId: this.claimId }),
+      key: (row) => row.id,
+      run: async (row, signal) => {
+        const outcome = await this.attempt(row, signal);
+        await recordAttempt(o.sql, row.id, this.claimId, outcome);
+      },
+      failure: (row) => ({ fields: { deliveryId: row.id }, msg: 'webhook delivery outcome not recorded' }),
+    });
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+    this.poller.start();
   }
 
   /** Claims and starts what is due now; resolves once claimed (not once delivered). */
-  async tick(): Promise<number> {
-    if (this.stopped) return 0;
-    const rows = await claimDueDeliveries(this.o.sql, {
-      limit: this.concurrency - this.inFlight.size,
-      // A claim outlives the attempt's timeout with room to record the outcome.
-      leaseMs: this.timeoutMs + 20_000,
-      claimId: this.claimId,
-    });
-    for (const row of rows) {
-      const ac = new AbortController();
-      const done = this.attempt(row, ac.signal)
-        .then((outcome) => recordAttempt(this.o.sql, row.id, this.claimId, outcome))
-        .then(
-          () => undefined,
-          (err) => this.o.log.error({ err, deliveryId: row.id }, 'webhook delivery outcome not recorded'),
-        )
-        .finally(() => this.inFlight.delete(row.id));
-      this.inFlight.set(row.id, { ac, done });
-    }
-    return rows.length;
+  tick(): Promise<number> {
+    return this.poller.tick();
   }
 
   /** Stops polling, aborts attempts in flight and hands their rows back to the queue. */
-  async close(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.ticking;
-    for (const f of this.inFlight.values()) f.ac.abort();
-    await Promise.all([...this.inFlight.values()].map((f) => f.done));
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick()
-        .then(
-          () => undefined,
-          (err) => {
-            if (!this.stopped) this.o.log.warn({ err }, 'webhook queue poll failed');
-          },
-        )
-        .finally(() => {
-          this.ticking = undefined;
-          this.schedule(this.pollMs);
-        });
-    }, ms);
+  close(): Promise<void> {
+    return this.poller.close();
   }
 
   /** One attempt; never throws. */
