@@ -131,6 +131,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         engine: config.speechEngine,
         onEvent: (e) => {
           if (e.type === 'running') log.info({ address: e.address, pid: e.pid, engine: config.speechEngine }, 'native backend ready');
+          else if (e.type === 'exited' && e.stopped) log.info({ code: e.code, signal: e.signal }, 'native backend stopped');
           else if (e.type === 'exited') log.error({ code: e.code, signal: e.signal }, 'native backend exited');
           if (e.type === 'exited') lastExit = `exited (${e.code ?? e.signal})`;
         },

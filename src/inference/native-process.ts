@@ -33,7 +33,7 @@ export interface NativeProcessOptions {
 
 export type NativeProcessEvent =
   | { type: 'running'; address: string; pid: number }
-  | { type: 'exited'; code: number | null; signal: NodeJS.Signals | null }
+  | { type: 'exited'; code: number | null; signal: NodeJS.Signals | null; /** true when `stop()` asked for it */ stopped: boolean }
   | { type: 'restarting'; inMs: number };
 
 export interface NativeProcess {
@@ -99,7 +99,7 @@ export async function spawnNativeBackend(o: NativeProcessOptions = {}): Promise<
     c.once('exit', (code, signal) => {
       running = false;
       lastExit = { code, signal };
-      o.onEvent?.({ type: 'exited', code, signal });
+      o.onEvent?.({ type: 'exited', code, signal, stopped });
       if (stopped || o.restart === false) return;
       const inMs = Math.min(10_000, 250 * 2 ** Math.min(restarts, 6));
       o.onEvent?.({ type: 'restarting', inMs });

@@ -74,3 +74,17 @@ t.test('a uWebSockets.js fallback is logged as an error and reported degraded in
   child.kill('SIGTERM');
   await exited;
 });
+
+/**
+ * With the native backend as its child (the embedded default), a clean stop is not an
+ * incident: the backend's exit is logged at info, and no error line appears.
+ */
+t.test('a clean SIGTERM stops the native backend child without an error line in the log', async (t) => {
+  const { child, out } = await serve(t, { PARLEY_NATIVE_BACKEND: 'true', PARLEY_SPEECH_ENGINE: 'synthetic', BACKEND_ADDRESS: '127.0.0.1:0', LOG_LEVEL: 'info' });
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  t.equal(code, 0, 'exit code 0');
+  t.match(out(), /"level":30[^\n]*native backend stopped/, 'the backend stop is logged at info');
+  t.notMatch(out(), /"level":50/, 'no error line');
+});
