@@ -4,11 +4,55 @@
  * `highWaterMs` is waiting, so a reader that awaits it pulls its synthesis stream at the
  * speed of playback and never buffers a whole reply (backpressure down to the backend).
  * `playedMs` is how much audio has been sent since `reset()`: what the caller has heard.
+ *
+ * Pacing runs on one shared tick per clock (every `frameMs`) for all playouts that have audio
+ * queued, not on a timer per session: with hundreds of sessions speaking at once, a timer per
+ * session per frame cost more than the frames themselves. A frame leaves on the first tick at
+ * which it is due, so it is sent between `leadMs` and `leadMs - frameMs` ahead of its play time.
  */
 import type { Clock } from './clock.ts';
 import { SESSION_SAMPLE_RATE_HZ } from './types.ts';
 
 const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
+
+/** The shared pacing tick of one clock: calls every registered pump once per period. */
+class PacingTick {
+  private readonly pumps = new Set<() => void>();
+  private timer: unknown = null;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly periodMs: number,
+  ) {}
+
+  add(pump: () => void): void {
+    this.pumps.add(pump);
+    if (this.timer === null) this.timer = this.clock.setTimeout(this.tick, this.periodMs);
+  }
+
+  delete(pump: () => void): void {
+    if (!this.pumps.delete(pump) || this.pumps.size > 0 || this.timer === null) return;
+    this.clock.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private tick = () => {
+    this.timer = null;
+    // A snapshot: pumps register and unregister themselves while running.
+    for (const pump of [...this.pumps]) pump();
+    if (this.pumps.size > 0 && this.timer === null) this.timer = this.clock.setTimeout(this.tick, this.periodMs);
+  };
+}
+
+const ticks = new WeakMap<Clock, Map<number, PacingTick>>();
+
+function pacingTick(clock: Clock, periodMs: number): PacingTick {
+  let byPeriod = ticks.get(clock);
+  if (!byPeriod) ticks.set(clock, (byPeriod = new Map()));
+  let t = byPeriod.get(periodMs);
+  if (!t) byPeriod.set(periodMs, (t = new PacingTick(clock, periodMs)));
+  return t;
+}
 
 export interface PlayoutOptions {
   frameMs?: number;
@@ -26,7 +70,9 @@ export class Playout {
   private sentBytes = 0;
   /** Clock time at which sentBytes == 0 would have started playing. */
   private origin = 0;
-  private timer: unknown = null;
+  private readonly tick: PacingTick;
+  /** Registered on the shared tick (audio is queued). */
+  private ticking = false;
   private waiters: (() => void)[] = [];
   private drainWaiters: (() => void)[] = [];
   private stopped = false;
@@ -41,6 +87,7 @@ export class Playout {
     this.leadMs = o.leadMs ?? 60;
     this.frameBytes = this.frameMs * BYTES_PER_MS;
     this.highWaterBytes = (o.highWaterMs ?? 300) * BYTES_PER_MS;
+    this.tick = pacingTick(clock, this.frameMs);
   }
 
   get playedMs(): number {
@@ -54,7 +101,7 @@ export class Playout {
   /** Queues audio; resolves when the queue is below the high-water mark (or playout stopped). */
   enqueue(pcm: Uint8Array): Promise<void> {
     if (this.stopped || pcm.length === 0) return Promise.resolve();
-    if (this.queuedBytes === 0 && this.timer === null) {
+    if (this.queuedBytes === 0 && !this.ticking) {
       // Starting (or resuming after an underrun): play from now on.
       this.origin = this.clock.now() - this.sentBytes / BYTES_PER_MS;
     }
@@ -76,8 +123,8 @@ export class Playout {
     this.stopped = true;
     this.queue = [];
     this.queuedBytes = 0;
-    if (this.timer !== null) this.clock.clearTimeout(this.timer);
-    this.timer = null;
+    if (this.ticking) this.tick.delete(this.pump);
+    this.ticking = false;
     this.release();
   }
 
@@ -87,6 +134,15 @@ export class Playout {
   }
 
   private take(n: number): Uint8Array {
+    const first = this.queue[0];
+    if (first.length >= n) {
+      // The common case (synthesis chunks are longer than a frame): a view, not a copy. Queued
+      // audio is never written to, and every consumer of a frame copies what it keeps.
+      if (first.length === n) this.queue.shift();
+      else this.queue[0] = first.subarray(n);
+      this.queuedBytes -= n;
+      return first.subarray(0, n);
+    }
     const out = new Uint8Array(Math.min(n, this.queuedBytes));
     let off = 0;
     while (off < out.length) {
@@ -102,7 +158,6 @@ export class Playout {
   }
 
   private pump = () => {
-    this.timer = null;
     if (this.stopped) return;
     const now = this.clock.now();
     let sent = false;
@@ -115,9 +170,12 @@ export class Playout {
     }
     if (sent) this.onProgress(this.playedMs);
     if (this.queuedBytes < this.highWaterBytes) this.release();
-    if (this.queuedBytes > 0) {
-      const due = this.origin + this.sentBytes / BYTES_PER_MS - this.leadMs - now;
-      this.timer = this.clock.setTimeout(this.pump, Math.max(1, Math.min(this.frameMs, due)));
+    if (this.queuedBytes > 0 && !this.ticking) {
+      this.ticking = true;
+      this.tick.add(this.pump);
+    } else if (this.queuedBytes === 0 && this.ticking) {
+      this.ticking = false;
+      this.tick.delete(this.pump);
     }
   };
 }

@@ -5,7 +5,7 @@
  * serializers by hand.
  */
 import * as grpc from '@grpc/grpc-js';
-import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from '@bufbuild/protobuf';
+import { fromBinary, ScalarType, toBinary, type DescMessage, type DescMethod, type MessageShape } from '@bufbuild/protobuf';
 import { InferenceService } from '../gen/inference/v1/inference_pb.ts';
 
 type Methods = (typeof InferenceService)['method'];
@@ -15,10 +15,58 @@ export type In<K extends keyof Methods> = MessageShape<Methods[K]['input']>;
 export type Out<K extends keyof Methods> = MessageShape<Methods[K]['output']>;
 
 function serializer<D extends DescMessage>(desc: D) {
+  const frame = bytesFrameEncoder(desc);
   return (msg: MessageShape<D>): Buffer => {
+    const fast = frame?.(msg);
+    if (fast) return fast;
     const bytes = toBinary(desc, msg);
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   };
+}
+
+/**
+ * The audio frames of the streaming calls (`TranscribeStreamRequest.audio`: a message that is
+ * one oneof, set to a `bytes` member) are by far the most frequent messages: for those, the
+ * wire form (tag, length, bytes) is written directly, byte for byte what `toBinary` writes,
+ * without its growing writer. Any other message, or one carrying unknown fields, gives null.
+ */
+function bytesFrameEncoder(desc: DescMessage): ((msg: unknown) => Buffer | null) | null {
+  if (desc.oneofs.length !== 1 || desc.fields.some((f) => f.oneof !== desc.oneofs[0])) return null;
+  const oneof = desc.oneofs[0].localName;
+  const tags = new Map<string, number>();
+  for (const f of desc.fields) if (f.fieldKind === 'scalar' && f.scalar === ScalarType.BYTES) tags.set(f.localName, (f.number << 3) | 2);
+  if (tags.size === 0) return null;
+  return (msg) => {
+    const m = msg as Record<string, unknown> & { $unknown?: unknown[] };
+    const sel = m[oneof] as { case?: string; value?: unknown } | undefined;
+    const tag = sel?.case === undefined ? undefined : tags.get(sel.case);
+    if (tag === undefined || !(sel!.value instanceof Uint8Array) || m.$unknown?.length) return null;
+    const value = sel!.value;
+    const head = varintLength(tag) + varintLength(value.length);
+    const out = Buffer.allocUnsafe(head + value.length);
+    let at = writeVarint(out, 0, tag);
+    at = writeVarint(out, at, value.length);
+    out.set(value, at);
+    return out;
+  };
+}
+
+function varintLength(v: number): number {
+  let n = 1;
+  while (v >= 0x80) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+function writeVarint(out: Buffer, at: number, v: number): number {
+  while (v >= 0x80) {
+    out[at++] = (v & 0x7f) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  out[at++] = v;
+  return at;
 }
 function deserializer<D extends DescMessage>(desc: D) {
   return (buf: Buffer): MessageShape<D> => fromBinary(desc, buf);

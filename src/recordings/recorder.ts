@@ -18,6 +18,12 @@ import type { S3Client } from './s3.ts';
 const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
 /** A gap in a speaker's audio shorter than this is not filled with silence (jitter). */
 const GAP_TOLERANCE_MS = 60;
+/**
+ * Audio is written to a track's file in chunks of this size (about 1 s), not frame by frame: a
+ * file write costs about the same whatever its size, and one per 20 ms frame cost more CPU than
+ * the rest of the audio path (bench/README.md). Memory: one pending chunk per track.
+ */
+const WRITE_CHUNK_BYTES = 32 * 1024;
 /** One track's upload to S3 may take this long before it counts as failed. */
 const UPLOAD_TIMEOUT_MS = 120_000;
 
@@ -41,8 +47,11 @@ export const trackKey = (sessionId: string, role: TrackRole) => `${sessionId}/${
 class Track {
   private fh: Promise<FileHandle>;
   private chain: Promise<void>;
-  /** PCM bytes placed so far (audio and silence). */
+  /** PCM bytes placed so far (audio and silence), written or pending. */
   bytes = 0;
+  /** Audio placed but not yet written (the last `pendingBytes` of `bytes`). */
+  private pending: Uint8Array | null = null;
+  private pendingBytes = 0;
   error: unknown = null;
 
   constructor(
@@ -61,22 +70,45 @@ class Track {
     if (this.error || pcm.length === 0) return;
     const due = Math.floor(((now - this.startedAt) * BYTES_PER_MS) / 2) * 2;
     const gap = due - this.bytes;
-    const parts: Uint8Array[] = [];
-    if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) parts.push(new Uint8Array(gap));
-    parts.push(pcm.slice()); // the caller's buffer may be reused
-    for (const p of parts) {
-      const at = WAV_HEADER_BYTES + this.bytes;
-      this.bytes += p.length;
-      this.chain = this.chain.then(async () => {
-        if (this.error) return;
-        const f = await this.fh;
-        await f.write(p, 0, p.length, at);
-      }).catch((err) => void (this.error ??= err));
+    if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) this.place(null, gap);
+    this.place(pcm, pcm.length); // copied: the caller's buffer may be reused
+  }
+
+  /**
+   * Appends `pcm` (or `n` bytes of silence when null) to the pending chunk, writing the chunk
+   * out each time it fills: one file write per `WRITE_CHUNK_BYTES` rather than per frame.
+   */
+  private place(pcm: Uint8Array | null, n: number): void {
+    let off = 0;
+    while (off < n) {
+      this.pending ??= new Uint8Array(WRITE_CHUNK_BYTES);
+      const k = Math.min(n - off, WRITE_CHUNK_BYTES - this.pendingBytes);
+      if (pcm) this.pending.set(k === pcm.length ? pcm : pcm.subarray(off, off + k), this.pendingBytes);
+      this.pendingBytes += k;
+      this.bytes += k;
+      off += k;
+      if (this.pendingBytes === WRITE_CHUNK_BYTES) this.flush();
     }
+  }
+
+  /** Writes the pending chunk at its place in the file. */
+  private flush(): void {
+    if (!this.pending || this.pendingBytes === 0) return;
+    const p = this.pending;
+    const len = this.pendingBytes;
+    const at = WAV_HEADER_BYTES + this.bytes - len;
+    this.pending = null;
+    this.pendingBytes = 0;
+    this.chain = this.chain.then(async () => {
+      if (this.error) return;
+      const f = await this.fh;
+      await f.write(p, 0, len, at);
+    }).catch((err) => void (this.error ??= err));
   }
 
   /** Completes the header; resolves with the PCM byte count, rejects if any write failed. */
   async close(): Promise<number> {
+    this.flush();
     await this.chain;
     const f = await this.fh.catch((err) => {
       this.error ??= err;
