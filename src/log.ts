@@ -3,7 +3,8 @@ import pino from 'pino';
 /**
  * The platform logger: JSON lines on stdout. Messages are static; request data goes into
  * fields, and anything sensitive (transcripts, prompts, tool payloads, keys) only into a
- * field named `pii`, which `PARLEY_LOG_PII=false` (the default) redacts.
+ * field named `pii`, which is redacted unless `PARLEY_LOG_PII=true` (for a developer's own
+ * machine; never in production).
  */
 export type Logger = pino.Logger;
 
@@ -12,7 +13,7 @@ export function createLogger(opts: { level?: string; pii?: boolean; destination?
     {
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
       base: { service: 'parley' },
-      redact: opts.pii ? [] : { paths: ['pii', '*.pii'], censor: '[pii]' },
+      redact: (opts.pii ?? process.env.PARLEY_LOG_PII === 'true') ? [] : { paths: ['pii', '*.pii'], censor: '[pii]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     opts.destination,

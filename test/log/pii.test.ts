@@ -1,0 +1,34 @@
+// "Nothing sensitive reaches logs outside `pii` fields", and `pii` fields are redacted unless
+// PARLEY_LOG_PII=true.
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/log.ts';
+
+function capture(env: string | undefined) {
+  const saved = process.env.PARLEY_LOG_PII;
+  if (env === undefined) delete process.env.PARLEY_LOG_PII;
+  else process.env.PARLEY_LOG_PII = env;
+  let out = '';
+  const destination = new Writable({ write(chunk, _e, cb) { out += chunk; cb(); } });
+  const log = createLogger({ level: 'info', destination });
+  if (saved === undefined) delete process.env.PARLEY_LOG_PII;
+  else process.env.PARLEY_LOG_PII = saved;
+  log.info({ sessionId: 'sess_1', pii: { transcript: 'my card is 4242' } }, 'turn taken');
+  log.info({ tool: { pii: 'secret body' } }, 'tool called');
+  return () => out;
+}
+
+t.test('pii fields are redacted by default, at the top level and one level down', async (t) => {
+  const out = capture(undefined);
+  await new Promise((r) => setImmediate(r));
+  t.notMatch(out(), /4242|secret body/);
+  t.match(out(), /"pii":"\[pii\]"/);
+  t.match(out(), /"sessionId":"sess_1"/, 'other fields stay');
+});
+
+t.test('PARLEY_LOG_PII=true logs pii fields in the clear', async (t) => {
+  const out = capture('true');
+  await new Promise((r) => setImmediate(r));
+  t.match(out(), /my card is 4242/);
+  t.match(out(), /secret body/);
+});
