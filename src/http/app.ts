@@ -45,11 +45,12 @@ export interface HttpAppOptions {
 }
 
 /** Headers read one by one when the ws-based fallback (which lacks `forEach`) is serving. */
-const FALLBACK_HEADERS = ['authorization', 'content-type', 'content-length', 'transfer-encoding', 'x-request-id', 'origin', 'host', 'traceparent', 'model', 'xi-api-key', 'accept', 'user-agent', 'x-forwarded-proto', 'access-control-request-headers', 'idempotency-key'];
+const FALLBACK_HEADERS = ['authorization', 'content-type', 'content-length', 'transfer-encoding', 'x-request-id', 'origin', 'host', 'traceparent', 'model', 'xi-api-key', 'accept', 'user-agent', 'x-forwarded-proto', 'access-control-request-headers', 'idempotency-key', 'sec-websocket-key', 'sec-websocket-protocol', 'sec-websocket-extensions'];
 
 // The trufflesuite fallback imitation throws on getQuery (it parses a relative URL) and has
 // no forEach; the native binding never throws here. Degraded, the server still answers.
-function readQuery(req: uws.HttpRequest): string {
+/** The query string of a request (HTTP or WebSocket upgrade), safe on the fallback binding. */
+export function readQuery(req: uws.HttpRequest): string {
   try {
     return req.getQuery() ?? '';
   } catch {
@@ -59,7 +60,11 @@ function readQuery(req: uws.HttpRequest): string {
   }
 }
 
-function readHeaders(req: uws.HttpRequest): Record<string, string> {
+/**
+ * Every header of a request (HTTP or WebSocket upgrade), lower-case names. On the fallback
+ * binding, which has no `forEach`, only the headers the platform reads by name.
+ */
+export function readHeaders(req: uws.HttpRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   try {
     req.forEach((k, v) => {
@@ -83,6 +88,11 @@ function readIp(res: uws.HttpResponse): string {
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The caller's `X-Request-Id` when it is safe to echo and log, else a new one. */
+export function requestIdFrom(incoming: string | undefined): string {
+  return incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const DEFAULT_AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
 
@@ -176,7 +186,7 @@ export class HttpApp {
     const headers = readHeaders(req);
     const ip = readIp(res);
     const incomingId = headers['x-request-id'];
-    const requestId = incomingId && SAFE_REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    const requestId = requestIdFrom(incomingId);
     reply.addBaseHeader('X-Request-Id', requestId);
     reply.addBaseHeader('Access-Control-Allow-Origin', '*');
     reply.addBaseHeader('Access-Control-Expose-Headers', 'X-Request-Id, Retry-After, X-Generation-Id');

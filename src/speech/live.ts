@@ -23,13 +23,12 @@ import { runSynthesis } from '../../actors/synthesis.ts';
 import type { AudioEncoder } from '../audio/index.ts';
 import { pcmBytesToInt16 } from '../audio/index.ts';
 import { ServiceError, toServiceError } from '../errors.ts';
-import { bearerToken, type HttpApp } from '../http/app.ts';
+import { bearerToken, requestIdFrom, type HttpApp } from '../http/app.ts';
 import type { SynthesisSession } from '../inference/index.ts';
 import { countChars } from './request.ts';
 import { recordUsage } from './usage.ts';
 import type { SpeechSlot } from './concurrency.ts';
 import { join, SPEECH_AUTH_MESSAGES, type Prepared, type TtsService } from './tts.ts';
-import { randomUUID } from 'node:crypto';
 
 /** Largest client frame (GAPS §11.4). */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -247,7 +246,7 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
-      const requestId = /^[A-Za-z0-9._:\-]{1,128}$/.test(incomingId) ? incomingId : randomUUID();
+      const requestId = requestIdFrom(incomingId);
       const refuse = (status: string, body: string | null, headers: Record<string, string> = {}) =>
         res.cork(() => {
           res.writeStatus(status);

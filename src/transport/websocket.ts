@@ -13,7 +13,7 @@
 import type uws from 'uWebSockets.js';
 import type { ClientEvent } from '../../actors/session.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
-import type { HttpApp } from '../http/app.ts';
+import { readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../agent/runtime.ts';
 
@@ -86,7 +86,7 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       res.onAborted(() => {});
       // Copy everything out of `req` now: it is invalid after this callback returns. The
       // token is checked after the upgrade so that refusals reach the client as close codes.
-      const q = new URLSearchParams(req.getQuery() ?? '');
+      const q = new URLSearchParams(readQuery(req));
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');

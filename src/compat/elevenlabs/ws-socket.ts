@@ -8,9 +8,8 @@
  * copied out of `req` before any `await`; every write made outside a uWS callback is corked.
  */
 import { STATUS_CODES } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type uws from 'uWebSockets.js';
-import type { HttpApp } from '../../http/app.ts';
+import { readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { toElevenLabsError } from './errors.ts';
 
@@ -82,25 +81,6 @@ interface UserData<S> {
   idleMs?: number;
 }
 
-const HEADERS_FALLBACK = ['authorization', 'xi-api-key', 'traceparent', 'x-request-id', 'user-agent'];
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
-
-function copyHeaders(req: uws.HttpRequest): Record<string, string> {
-  const headers: Record<string, string> = {};
-  try {
-    req.forEach((k, v) => {
-      headers[k.toLowerCase()] = v;
-    });
-  } catch {
-    // The degraded ws-based fallback has no forEach.
-    for (const h of HEADERS_FALLBACK) {
-      const v = req.getHeader(h);
-      if (v) headers[h] = v;
-    }
-  }
-  return headers;
-}
-
 /**
  * Mounts a JSON WebSocket route. `accept` runs before the upgrade (authentication,
  * handshake parameters); what it throws is answered as an HTTP error in the family
@@ -144,15 +124,14 @@ export function mountJsonSocket<S>(
       let aborted = false;
       res.onAborted(() => (aborted = true));
       // Copy everything out of `req` now: it is invalid after this callback returns.
-      const headers = copyHeaders(req);
-      const query = new URLSearchParams(req.getQuery() ?? '');
+      const headers = readHeaders(req);
+      const query = new URLSearchParams(readQuery(req));
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(safeDecode(req.getParameter(i) ?? ''));
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
-      const incoming = headers['x-request-id'];
-      const requestId = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+      const requestId = requestIdFrom(headers['x-request-id']);
       o.accept({ headers, query, params, requestId }).then(
         (state) => {
           if (aborted) return;

@@ -7,10 +7,9 @@
  * `provider_error`), an unknown model or `X-Service-` header (400). Frames above 32 MiB
  * close the socket (GAPS §12.3).
  */
-import { randomUUID } from 'node:crypto';
 import type uws from 'uWebSockets.js';
 import { ServiceError } from '../../errors.ts';
-import { bearerToken, type Authenticate, type HttpApp } from '../../http/app.ts';
+import { bearerToken, readHeaders, readQuery, requestIdFrom, type Authenticate, type HttpApp } from '../../http/app.ts';
 import { SPEECH_AUTH_MESSAGES } from '../../speech/tts.ts';
 import { fromProvider, openaiEnvelope } from '../errors.ts';
 import { resolveModel } from './models.ts';
@@ -51,16 +50,6 @@ interface UserData {
   closed?: boolean;
 }
 
-function allHeaders(req: uws.HttpRequest): Record<string, string> {
-  const out: Record<string, string> = {};
-  try {
-    req.forEach((k, v) => (out[k] = v));
-  } catch {
-    for (const h of ['authorization', 'traceparent', 'x-request-id']) out[h] = req.getHeader(h);
-  }
-  return out;
-}
-
 export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDeps): void {
   http.app.ws<UserData>(`${base}/realtime`, {
     compression: 0,
@@ -72,16 +61,15 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       let aborted = false;
       res.onAborted(() => (aborted = true));
       // Copy everything out of `req` now: it is invalid after this callback returns.
-      const query = new URLSearchParams(req.getQuery() ?? '');
-      const headers = allHeaders(req);
+      const query = new URLSearchParams(readQuery(req));
+      const headers = readHeaders(req);
       const key = req.getHeader('sec-websocket-key');
       const offered = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
       // Answer with one offered subprotocol (never the whole list); prefer `realtime`.
       const protocols = offered.split(',').map((p) => p.trim()).filter(Boolean);
       const protocol = protocols.includes('realtime') ? 'realtime' : (protocols[0] ?? '');
-      const incomingId = headers['x-request-id'] ?? '';
-      const requestId = /^[A-Za-z0-9._:\-]{1,128}$/.test(incomingId) ? incomingId : randomUUID();
+      const requestId = requestIdFrom(headers['x-request-id']);
       const refuse = (err: unknown) => {
         if (aborted) return;
         const env = openaiEnvelope(err);
