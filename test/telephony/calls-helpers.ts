@@ -113,3 +113,26 @@ export async function sessionOf(app: TestServer, callerNumber: string): Promise<
   if (r.status !== 200 || !r.body.sessions.length) throw new Error(`no session for ${callerNumber}: ${r.status} ${r.text}`);
   return (await app.req('GET', `/v1/agent/sessions/${r.body.sessions[0].session_id}`)).body;
 }
+
+/** Keeps a phone's line open with silence (the recognizer needs a continuous stream) until stopped. */
+export function keepAlive(p: Phone): () => Promise<void> {
+  let on = true;
+  const loop = (async () => {
+    while (on && p.ws.readyState === p.ws.OPEN) await p.silence(200);
+  })();
+  return async () => {
+    on = false;
+    await loop;
+  };
+}
+
+/** Dials `number` from `from` and waits until the agent's opener "Hello." has been heard. */
+export async function connected(app: TestServer, number: string, from: string): Promise<Phone> {
+  const caller = await phone(app, { dial: number, from });
+  await caller.event('call.started');
+  const stop = keepAlive(caller);
+  await caller.waitFor(() => caller.heard() === 'Hello.', 15_000, 'the opener');
+  await stop();
+  caller.resetAudio();
+  return caller;
+}

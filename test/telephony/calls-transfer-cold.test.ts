@@ -2,7 +2,7 @@ import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { ledgerOf, sandboxOf } from './helpers.ts';
 import { listCallTransfers } from '../../src/store/phone-calls.ts';
-import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
+import { boundAgent, connected, keepAlive, phone, sessionOf, sleep } from './calls-helpers.ts';
 
 // Transfer minutes have their own price (PARLEY_TRANSFER_PRICE_PER_MINUTE): 0.25 here.
 const TRANSFER_PRICE = 250_000n;
@@ -15,28 +15,6 @@ const agent = (destination: Record<string, unknown>, index: number) =>
     prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
     conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
   }, '512', index);
-
-/** Keeps a phone's line open with silence (the recognizer needs a continuous stream) until stopped. */
-function keepAlive(p: Phone): () => Promise<void> {
-  let on = true;
-  const loop = (async () => {
-    while (on && p.ws.readyState === p.ws.OPEN) await p.silence(200);
-  })();
-  return async () => {
-    on = false;
-    await loop;
-  };
-}
-
-async function connected(number: string, from: string) {
-  const caller = await phone(app, { dial: number, from });
-  await caller.event('call.started');
-  const stop = keepAlive(caller);
-  await caller.waitFor(() => caller.heard() === 'Hello.', 15_000, 'the opener');
-  await stop();
-  caller.resetAudio();
-  return caller;
-}
 
 t.test('transfer_call is offered on phone sessions with a destination, never listed in tools', async (t) => {
   const { agentId } = await agent({}, 1);
@@ -53,7 +31,7 @@ t.test('cold transfer: the agent announces, the carrier hands off to the human, 
   const human = await phone(app, { line: HUMAN });
   t.teardown(() => human.close());
   await human.event('line.ready');
-  const caller = await connected(number, '+16505550201');
+  const caller = await connected(app, number, '+16505550201');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call to sales.');
   const stop = keepAlive(caller);
@@ -94,7 +72,7 @@ t.test('cold transfer: the agent announces, the carrier hands off to the human, 
 t.test('cold transfer refused by the carrier: the agent apologizes and the call goes on', async (t) => {
   const { number } = await agent({ mode: 'cold' }, 3);
   sandboxOf(app).failNext('transfer', 'the destination refused the handoff');
-  const caller = await connected(number, '+16505550202');
+  const caller = await connected(app, number, '+16505550202');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call to sales.');
   const stop = keepAlive(caller);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
-import { boundAgent, phone, sessionOf, sleep, type Phone } from './calls-helpers.ts';
+import { boundAgent, connected, keepAlive, phone, sessionOf, sleep } from './calls-helpers.ts';
 import { listCallTransfers } from '../../src/store/phone-calls.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
@@ -13,34 +13,12 @@ const agent = (destination: Record<string, unknown>, index: number) =>
     conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
   }, '512', index);
 
-/** Keeps a phone's line open with silence (the recognizer needs a continuous stream) until stopped. */
-function keepAlive(p: Phone): () => Promise<void> {
-  let on = true;
-  const loop = (async () => {
-    while (on && p.ws.readyState === p.ws.OPEN) await p.silence(200);
-  })();
-  return async () => {
-    on = false;
-    await loop;
-  };
-}
-
-async function connected(number: string, from: string) {
-  const caller = await phone(app, { dial: number, from });
-  await caller.event('call.started');
-  const stop = keepAlive(caller);
-  await caller.waitFor(() => caller.heard() === 'Hello.', 15_000, 'the opener');
-  await stop();
-  caller.resetAudio();
-  return caller;
-}
-
 t.test('warm transfer, confirm: hold, the human is briefed and says yes, the call is merged', async (t) => {
   const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 4);
   const human = await phone(app, { line: HUMAN });
   t.teardown(() => human.close());
   await human.event('line.ready');
-  const caller = await connected(number, '+16505550203');
+  const caller = await connected(app, number, '+16505550203');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call, briefing is The caller wants a refund.');
   const stop = keepAlive(caller);
@@ -87,7 +65,7 @@ t.test('warm transfer, confirm: the human declines, the caller comes back from h
   const human = await phone(app, { line: HUMAN });
   t.teardown(() => human.close());
   await human.event('line.ready');
-  const caller = await connected(number, '+16505550204');
+  const caller = await connected(app, number, '+16505550204');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call.');
   const stop = keepAlive(caller);
@@ -118,7 +96,7 @@ t.test('warm transfer, direct: a declined consult call brings the caller back; a
   t.teardown(() => human.close());
   await human.event('line.ready');
   // First attempt: the human rejects the consult call.
-  const caller = await connected(number, '+16505550205');
+  const caller = await connected(app, number, '+16505550205');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call.');
   const stop = keepAlive(caller);
