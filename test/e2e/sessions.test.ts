@@ -41,8 +41,9 @@ t.test('first message, off: silent until the caller speaks; a spoken question ge
   t.ok(['listening', 'thinking', 'speaking'].every((s) => caller.states.includes(s)), 'listening, thinking, speaking');
   const end = await caller.convo.hangup();
   t.equal(end.reason, 'user_hangup');
-  await sleep(200);
-  const rec = await app.req('GET', `/v1/agent/sessions/${session.session_id}`);
+  // The socket hears the end before the record is written.
+  let rec = await app.req('GET', `/v1/agent/sessions/${session.session_id}`);
+  for (let i = 0; i < 300 && rec.body.status === 'active'; i++) rec = (await sleep(50), await app.req('GET', `/v1/agent/sessions/${session.session_id}`));
   t.equal(rec.body.status, 'completed');
   t.equal(rec.body.ended_reason, 'user_hangup');
   t.same(rec.body.items.filter((i: any) => i.type === 'message').map((i: any) => [i.role, i.content]), [['user', 'What is the weather?'], ['assistant', 'You said: What is the weather?']]);
@@ -71,8 +72,9 @@ t.test('barge-in stops the agent mid-sentence; its transcript keeps only what wa
   t.notOk(heard.includes('sixteen'), 'the rest of the long reply was never sent');
   t.ok(heard.endsWith('You said: Stop.'), `then the new answer: ${JSON.stringify(heard)}`);
   await caller.convo.hangup();
-  await sleep(200);
-  const rec = await app.req('GET', `/v1/agent/sessions/${session.session_id}`);
+  // The socket hears the end before the record is written.
+  let rec = await app.req('GET', `/v1/agent/sessions/${session.session_id}`);
+  for (let i = 0; i < 300 && rec.body.status === 'active'; i++) rec = (await sleep(50), await app.req('GET', `/v1/agent/sessions/${session.session_id}`));
   const said = rec.body.items.filter((i: any) => i.type === 'message' && i.role === 'assistant').map((i: any) => i.content);
   t.same(said, [cut, 'You said: Stop.'], 'the record keeps the spoken part');
 });

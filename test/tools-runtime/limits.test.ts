@@ -46,8 +46,13 @@ t.test('POST …/end cancels in-flight background calls; their attempts stay in 
     { type: 'tool_call', tool_name: 'report', tool_source: 'webhook' },
     { type: 'tool_result', tool_name: 'report', status: 'cancelled', output: null, error: /Cancelled/ },
   ]);
-  const record = await app.req('GET', `/v1/agent/sessions/${caller.sessionId}`);
-  t.equal(record.body.ended_reason, 'ended_by_api');
+  // The socket hears the end before the record is written: wait for the record to leave `active`.
+  let record = await app.req('GET', `/v1/agent/sessions/${caller.sessionId}`);
+  for (const stop = Date.now() + 15_000; record.body.status === 'active' && Date.now() < stop; ) {
+    await sleep(50);
+    record = await app.req('GET', `/v1/agent/sessions/${caller.sessionId}`);
+  }
+  t.match(record.body, { status: 'completed', ended_reason: 'ended_by_api' });
 });
 
 t.test('a tool whose host name resolves to a loopback address is refused at connect time when the allow-list does not name it', async (t) => {
