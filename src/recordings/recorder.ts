@@ -6,6 +6,7 @@
  * with S3 configured the file is uploaded and the local copy removed. The actor never sees
  * any of this.
  */
+import { write as fsWrite } from 'node:fs';
 import { mkdir, open, readFile, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
@@ -19,13 +20,31 @@ const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
 /** A gap in a speaker's audio shorter than this is not filled with silence (jitter). */
 const GAP_TOLERANCE_MS = 60;
 /**
- * Audio is written to a track's file in chunks of this size (about 1 s), not frame by frame: a
+ * Audio is written to a track's file in chunks of this size (about 2 s), not frame by frame: a
  * file write costs about the same whatever its size, and one per 20 ms frame cost more CPU than
- * the rest of the audio path (bench/README.md). Memory: one pending chunk per track.
+ * the rest of the audio path (bench/README.md). Memory: one pending chunk per track while that
+ * speaker is audible.
  */
-const WRITE_CHUNK_BYTES = 32 * 1024;
+export const WRITE_CHUNK_BYTES = 64 * 1024;
+/** Chunk buffers kept for reuse across every track of the process (at most this many). */
+const POOL_MAX = 256;
 /** One track's upload to S3 may take this long before it counts as failed. */
 const UPLOAD_TIMEOUT_MS = 120_000;
+
+/**
+ * Free chunk buffers: a written chunk's buffer goes back here instead of to the garbage
+ * collector (64 KB per track per 2 s at a thousand sessions is ~64 MB/s of external memory
+ * otherwise, and each allocation nudges V8 towards a collection).
+ */
+const pool: Uint8Array[] = [];
+const takeChunk = () => pool.pop() ?? new Uint8Array(WRITE_CHUNK_BYTES);
+const giveChunk = (b: Uint8Array) => {
+  if (pool.length < POOL_MAX) pool.push(b);
+};
+
+/** `fs.write` at a position, as a promise (the callback form: cheaper than `FileHandle.write`). */
+const writeAt = (fd: number, b: Uint8Array, len: number, at: number) =>
+  new Promise<void>((resolve, reject) => fsWrite(fd, b, 0, len, at, (err) => (err ? reject(err) : resolve())));
 
 export type TrackRole = 'agent' | 'user';
 export const TRACK_ROLES: TrackRole[] = ['agent', 'user'];
@@ -43,15 +62,20 @@ export interface SessionRecorder {
 /** The object key of a track inside the store (local folder or bucket). */
 export const trackKey = (sessionId: string, role: TrackRole) => `${sessionId}/${role}.wav`;
 
-/** One speaker's WAV file, written in order as audio arrives. */
-class Track {
+/**
+ * One speaker's WAV file, written as audio arrives. Silence is never written: a gap leaves a
+ * hole in the file (positional writes past the end), which reads back as zeros, so a track of a
+ * speaker who is mostly quiet (the agent listening) costs writes only for what was said.
+ */
+export class Track {
   private fh: Promise<FileHandle>;
   private chain: Promise<void>;
   /** PCM bytes placed so far (audio and silence), written or pending. */
   bytes = 0;
-  /** Audio placed but not yet written (the last `pendingBytes` of `bytes`). */
+  /** Audio placed but not yet written, and where in the PCM it starts. */
   private pending: Uint8Array | null = null;
   private pendingBytes = 0;
+  private pendingAt = 0;
   error: unknown = null;
 
   constructor(
@@ -70,20 +94,24 @@ class Track {
     if (this.error || pcm.length === 0) return;
     const due = Math.floor(((now - this.startedAt) * BYTES_PER_MS) / 2) * 2;
     const gap = due - this.bytes;
-    if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) this.place(null, gap);
-    this.place(pcm, pcm.length); // copied: the caller's buffer may be reused
+    if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) {
+      // Silence: what is pending goes out now and the gap stays a hole in the file.
+      this.flush();
+      this.bytes += gap;
+    }
+    this.place(pcm); // copied: the caller's buffer may be reused
   }
 
-  /**
-   * Appends `pcm` (or `n` bytes of silence when null) to the pending chunk, writing the chunk
-   * out each time it fills: one file write per `WRITE_CHUNK_BYTES` rather than per frame.
-   */
-  private place(pcm: Uint8Array | null, n: number): void {
+  /** Appends `pcm` to the pending chunk, writing the chunk out each time it fills. */
+  private place(pcm: Uint8Array): void {
     let off = 0;
-    while (off < n) {
-      this.pending ??= new Uint8Array(WRITE_CHUNK_BYTES);
-      const k = Math.min(n - off, WRITE_CHUNK_BYTES - this.pendingBytes);
-      if (pcm) this.pending.set(k === pcm.length ? pcm : pcm.subarray(off, off + k), this.pendingBytes);
+    while (off < pcm.length) {
+      if (!this.pending) {
+        this.pending = takeChunk();
+        this.pendingAt = this.bytes;
+      }
+      const k = Math.min(pcm.length - off, WRITE_CHUNK_BYTES - this.pendingBytes);
+      this.pending.set(k === pcm.length ? pcm : pcm.subarray(off, off + k), this.pendingBytes);
       this.pendingBytes += k;
       this.bytes += k;
       off += k;
@@ -91,19 +119,22 @@ class Track {
     }
   }
 
-  /** Writes the pending chunk at its place in the file. */
+  /** Writes the pending chunk at its place in the file; its buffer goes back to the pool after. */
   private flush(): void {
-    if (!this.pending || this.pendingBytes === 0) return;
     const p = this.pending;
+    if (!p) return;
     const len = this.pendingBytes;
-    const at = WAV_HEADER_BYTES + this.bytes - len;
+    const at = WAV_HEADER_BYTES + this.pendingAt;
     this.pending = null;
     this.pendingBytes = 0;
-    this.chain = this.chain.then(async () => {
-      if (this.error) return;
-      const f = await this.fh;
-      await f.write(p, 0, len, at);
-    }).catch((err) => void (this.error ??= err));
+    this.chain = this.chain
+      .then(async () => {
+        if (this.error) return;
+        const f = await this.fh;
+        await writeAt(f.fd, p, len, at);
+      })
+      .catch((err) => void (this.error ??= err))
+      .finally(() => giveChunk(p));
   }
 
   /** Completes the header; resolves with the PCM byte count, rejects if any write failed. */

@@ -1,0 +1,74 @@
+// A recorded track (GAPS.md §4.5) is time-aligned with the session: each piece of audio lands
+// where it was heard, the gaps between read back as silence, and audio is written in chunks.
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { parseWav } from '../../src/audio/index.ts';
+import { Track, WRITE_CHUNK_BYTES } from '../../src/recordings/recorder.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-track-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const BYTES_PER_MS = 32; // 16 kHz, 16-bit
+
+/** `ms` of audio whose bytes are all `v` (never 0, so silence is told apart). */
+const tone = (ms: number, v: number) => new Uint8Array(ms * BYTES_PER_MS).fill(v);
+
+function readTrack(path: string) {
+  const bytes = new Uint8Array(readFileSync(path));
+  const wav = parseWav(bytes)!;
+  return { wav, pcm: bytes.subarray(44) };
+}
+
+t.test('audio lands at its time on the session timeline; a gap reads back as silence', async (t) => {
+  const track = new Track(join(dir, 's1', 'agent.wav'), 1000);
+  // 1 s of speech from t=0, then quiet for 3 s, then 0.5 s more at t=4 s.
+  for (let i = 0; i < 50; i++) track.push(tone(20, 7), 1000 + i * 20);
+  for (let i = 0; i < 25; i++) track.push(tone(20, 9), 5000 + i * 20);
+  const bytes = await track.close();
+  t.equal(bytes, 4500 * BYTES_PER_MS, '4.5 s on the timeline');
+  const { wav, pcm } = readTrack(track.path);
+  t.match(wav, { sampleRateHz: 16000, channels: 1 });
+  t.equal(pcm.length, bytes, 'the header names what the file holds');
+  t.ok(pcm.subarray(0, 1000 * BYTES_PER_MS).every((b) => b === 7), 'the first second is the first speech');
+  t.ok(pcm.subarray(1000 * BYTES_PER_MS, 4000 * BYTES_PER_MS).every((b) => b === 0), 'the quiet 3 s are silence');
+  t.ok(pcm.subarray(4000 * BYTES_PER_MS).every((b) => b === 9), 'the second speech at 4 s');
+});
+
+t.test('audio longer than a write chunk is written whole and in order; jitter under 60 ms is not a gap', async (t) => {
+  const track = new Track(join(dir, 's2', 'user.wav'), 0);
+  const frames = Math.ceil((WRITE_CHUNK_BYTES * 2.5) / (20 * BYTES_PER_MS));
+  // Frames arrive up to 40 ms late and in bursts: placed back to back, no silence inserted.
+  for (let i = 0; i < frames; i++) track.push(tone(20, (i % 250) + 1), i * 20 + (i % 3 === 0 ? 40 : 0));
+  const bytes = await track.close();
+  t.equal(bytes, frames * 20 * BYTES_PER_MS);
+  const { pcm } = readTrack(track.path);
+  let ok = true;
+  for (let i = 0; i < frames && ok; i++) ok = pcm.subarray(i * 640, (i + 1) * 640).every((b) => b === (i % 250) + 1);
+  t.ok(ok, `${frames} frames in order across ${Math.ceil(bytes / WRITE_CHUNK_BYTES)} chunks`);
+});
+
+t.test('a reused chunk buffer never leaks an earlier track\'s audio into silence or past the end', async (t) => {
+  // Fill chunks with loud audio and finish the track: its buffers go back to the pool.
+  const loud = new Track(join(dir, 's3', 'agent.wav'), 0);
+  for (let i = 0; i < 300; i++) loud.push(tone(20, 0xee), i * 20);
+  await loud.close();
+  // A short track: 100 ms, 2 s of quiet, 100 ms (each write is a partial chunk of a reused buffer).
+  const track = new Track(join(dir, 's4', 'agent.wav'), 0);
+  for (let i = 0; i < 5; i++) track.push(tone(20, 1), i * 20);
+  for (let i = 0; i < 5; i++) track.push(tone(20, 2), 2100 + i * 20);
+  const bytes = await track.close();
+  t.equal(bytes, 2200 * BYTES_PER_MS);
+  t.equal(statSync(track.path).size, 44 + bytes, 'nothing written past the last audio');
+  const { pcm } = readTrack(track.path);
+  t.ok(pcm.subarray(0, 100 * BYTES_PER_MS).every((b) => b === 1));
+  t.ok(pcm.subarray(100 * BYTES_PER_MS, 2100 * BYTES_PER_MS).every((b) => b === 0), 'silence, not the earlier track');
+  t.ok(pcm.subarray(2100 * BYTES_PER_MS).every((b) => b === 2));
+});
+
+t.test('a track that cannot be written fails on close instead of pretending', async (t) => {
+  writeFileSync(join(dir, 'blocker'), 'a file where the session folder should be');
+  const track = new Track(join(dir, 'blocker', 's5', 'agent.wav'), 0);
+  track.push(tone(20, 1), 0);
+  await t.rejects(track.close());
+});
