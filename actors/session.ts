@@ -201,7 +201,12 @@ class TurnRun {
   private playout: Playout;
   private stopped = false;
   private lastWords = -1;
-  private t: { start: number; firstText?: number; firstTts?: number; firstAudio?: number } = { start: 0 };
+  /**
+   * Turn timings: `firstText` the model's first output, `firstSpeakable` its first text the agent
+   * can speak (a whole sentence, or the reply's end), `firstTts` that text sent to synthesis,
+   * `firstAudio` synthesis's first audio back.
+   */
+  private t: { start: number; firstText?: number; firstSpeakable?: number; firstTts?: number; firstAudio?: number } = { start: 0 };
 
   constructor(
     private readonly deps: SessionDeps,
@@ -222,16 +227,36 @@ class TurnRun {
     return this.playout.playedMs;
   }
 
+  /**
+   * What has been heard so far, kept up as playback advances (it only grows within a turn):
+   * the first `heardChars` of `chars` make `heardText`, which holds `heardWords` words. Built
+   * incrementally, not rescanned per 20 ms frame.
+   */
+  private heardChars = 0;
+  private heardText = '';
+  private heardWords = 0;
+  private inWord = false;
+
   /** The text the caller has actually heard (everything, for text-only or finished turns). */
   spoken(all = false): string {
     if (all || this.reply.kind === 'generate' && !this.reply.audio) return this.text;
-    const played = this.playout.playedMs;
-    let out = '';
-    for (const c of this.chars) {
-      if (c.endMs > played + 0.5) break;
-      out += c.text;
+    const played = this.playout.playedMs + 0.5;
+    const chars = this.chars;
+    let i = this.heardChars;
+    if (i >= chars.length || chars[i]!.endMs > played) return this.heardText;
+    let add = '';
+    for (; i < chars.length && chars[i]!.endMs <= played; i++) {
+      const text = chars[i]!.text;
+      add += text;
+      for (let k = 0; k < text.length; k++) {
+        const space = /\s/.test(text[k]!);
+        if (!space && !this.inWord) this.heardWords++;
+        this.inWord = !space;
+      }
     }
-    return out;
+    this.heardChars = i;
+    this.heardText += add;
+    return this.heardText;
   }
 
   private emit(e: SessionEvent) {
@@ -254,7 +279,7 @@ class TurnRun {
   private progress() {
     // Agent text is paced to playback: an interim transcript per completed word.
     const text = this.spoken();
-    const words = text.split(/\s+/).filter(Boolean).length;
+    const words = this.reply.kind === 'generate' && !this.reply.audio ? text.split(/\s+/).filter(Boolean).length : this.heardWords;
     if (words === this.lastWords || this.stopped || !text) return;
     this.lastWords = words;
     this.deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${this.turnId}`, text, final: false });
@@ -267,7 +292,10 @@ class TurnRun {
     const total = now - from;
     const rec = this.timing.recognitionMs;
     const decide = this.timing.decideMs;
-    const model = t.firstText !== undefined ? t.firstText - t.start : null;
+    // The model's share runs to its first speakable text: until a sentence is complete there is
+    // nothing to synthesize, and how fast the words come is the model's speed, not the platform's.
+    const modelDone = t.firstSpeakable ?? t.firstText;
+    const model = modelDone !== undefined ? modelDone - t.start : null;
     const synth = t.firstTts !== undefined && t.firstAudio !== undefined ? t.firstAudio - t.firstTts : null;
     const known = (rec ?? 0) + (decide ?? 0) + (model ?? 0) + (synth ?? 0);
     this.onMetrics({ turn_id: this.turnId, recognition_ms: rec, decide_ms: decide, model_ms: model, synthesis_ms: synth, total_ms: total, platform_ms: Math.max(0, total - known) });
@@ -318,6 +346,7 @@ class TurnRun {
             buffer += ev.text;
             const [sentences, rest] = cutSentences(buffer);
             buffer = rest;
+            if (sentences) this.t.firstSpeakable ??= deps.clock.now();
             await speak(sentences);
           } else if (ev.type === 'tool_call') {
             this.t.firstText ??= deps.clock.now();
@@ -327,6 +356,7 @@ class TurnRun {
             calls.push(c);
           }
         }
+        if (buffer) this.t.firstSpeakable ??= deps.clock.now();
         await speak(buffer);
         if (calls.length === 0) break;
         // Blocking calls hold the turn; the others were answered at once (dispatched, running).
@@ -507,7 +537,8 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         // The recognizer reports where speech ended in stream time; the audio after it
         // arrived (audioNow − atMs) ago, so that is how long recognition took to say so.
         const recognitionMs = atMs !== null && audioNow !== null ? Math.max(0, audioNow - atMs) : null;
-        return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs: context.recognitionMs ?? recognitionMs };
+        // Both from this end of speech: a pause and a resumption before it measured an earlier one.
+        return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs };
       }),
       partial: assign(({ context, event }) => {
         if (event.type !== 'stt.partial') return {};

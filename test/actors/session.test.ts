@@ -92,6 +92,36 @@ t.test('a spoken turn: listening, eagerness wait, thinking, speaking, idle', asy
   await handle.ended;
 });
 
+t.test('turn latency parts: recognition from the last end of speech, the model up to its first whole sentence, the platform the rest', async (t) => {
+  // The model's words: the first at once, the rest only when the test releases them.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const { clock, handle, fake } = await start({ decideMs: 200 }, { reply: () => words('One moment please. Done. '), beforeEvent: (i) => (i === 1 ? held : Promise.resolve()) });
+  const ms = (n: number) => new Uint8Array(n * 32); // 16 kHz 16-bit
+  handle.sendAudio(ms(1000));
+  fake.stt!.push({ type: 'speech_started', atMs: 100 });
+  fake.stt!.push({ type: 'speech_ended', atMs: 600 }); // a pause, said 400 ms late
+  await clock.tick(10);
+  fake.stt!.push({ type: 'speech_started', atMs: 700 }); // the caller goes on
+  handle.sendAudio(ms(500));
+  fake.stt!.push({ type: 'committed', text: 'Hello there' });
+  fake.stt!.push({ type: 'speech_ended', atMs: 1450 }); // the end of speech, said 50 ms late
+  await clock.tick(10);
+  await clock.tick(200); // eagerness
+  t.equal(fake.requests.length, 1, 'the turn started');
+  await clock.tick(300); // "One " is out; the sentence is not complete for 300 ms
+  t.same(fake.spoken, [], 'nothing to synthesize before a whole sentence');
+  release();
+  await clock.tick(1000);
+  t.same(fake.spoken.slice(0, 1), ['One moment please. ']);
+  t.equal(handle.turns.length, 1);
+  t.match(handle.turns[0], { recognition_ms: 50, decide_ms: 200, synthesis_ms: 0, platform_ms: 0 });
+  t.ok(handle.turns[0].model_ms! >= 300, `the model's share covers its first sentence (${handle.turns[0].model_ms} ms)`);
+  t.equal(handle.turns[0].total_ms, handle.turns[0].recognition_ms! + 200 + handle.turns[0].model_ms!, 'the parts add up');
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('speech resuming during the eagerness wait keeps the turn open', async (t) => {
   const { clock, handle, fake, rec } = await start({ decideMs: 500 });
   fake.say('My name is ');
