@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--platform-first] [--no-recording] [--cpu-profile file] [--heap-profile file]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -16,7 +16,11 @@
  * creations per second.
  */
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import inspector from 'node:inspector/promises';
 import os from 'node:os';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -68,9 +72,15 @@ async function callers() {
     }),
   );
   process.send!({ type: 'connected', held: sockets.length, failed, ms: Date.now() - t0 });
+  // Each caller sends a 100 ms frame every 100 ms, at its own phase: real callers' frames are
+  // not in lock-step. A tick every 10 ms serves the tenth of the callers whose phase it is (all
+  // callers sending in the same millisecond was a burst of `n` frames no deployment sees).
+  let phase = 0;
   const tick = setInterval(() => {
     const now = Date.now();
-    for (const s of sockets) {
+    phase = (phase + 1) % 10;
+    for (let k = phase; k < sockets.length; k += 10) {
+      const s = sockets[k]!;
       if (s.ws.readyState !== WebSocket.OPEN) continue;
       if (s.pos < 0 && now >= s.speakAt) s.pos = 0;
       if (s.pos >= 0) {
@@ -82,7 +92,7 @@ async function callers() {
         if (s.pos >= question.length) { s.pos = -1; s.speakAt = now + 6000; }
       } else s.ws.send(silence);
     }
-  }, 100);
+  }, 10);
   process.on('message', async (m: { type: string }) => {
     if (m.type !== 'stop') return;
     clearInterval(tick);
@@ -136,7 +146,7 @@ async function main() {
     return { status: r.status, body: (await r.json().catch(() => null)) as any };
   };
   await platform.db.sql`update teams set credit_micros = 1000000000000`;
-  const a = await post('/v1/agent/agents', { name: 'bench', config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager' } } });
+  const a = await post('/v1/agent/agents', { name: 'bench', config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager', record_audio: !process.argv.includes('--no-recording') } } });
   const agent = a.body.agent_id as string;
   await post(`/v1/agent/agents/${agent}/publish`);
 
@@ -156,11 +166,73 @@ async function main() {
   const next = (type: string) => new Promise<any>((r) => child.on('message', (m: any) => { if (m.type === type) r(m); }));
   const connected = await next('connected');
   await sleep(3000);
+  // --cpu-profile <file>: a V8 CPU profile of the platform's thread over the measured window only
+  // (not start-up, creations or the ramp), for `bench/README.md`'s hot-spot tables.
+  const profileAt = process.argv.indexOf('--cpu-profile');
+  const profiler = profileAt > 0 ? new inspector.Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  // --heap-profile <file>: sampled allocations over the same window (what feeds the collector).
+  const heapAt = process.argv.indexOf('--heap-profile');
+  const heapProfiler = heapAt > 0 ? new inspector.Session() : null;
+  if (heapProfiler) {
+    heapProfiler.connect();
+    await heapProfiler.post('HeapProfiler.enable');
+    await heapProfiler.post('HeapProfiler.startSampling', { samplingInterval: 64 * 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
+  // CPU of the other processes on the same cores over the same window (Linux /proc; null elsewhere).
+  const others = { backends: backends.map((b) => b.status().pid), callers: [child.pid] };
+  // The platform's main thread alone (its event loop: what queues a turn when it is saturated).
+  const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
+  const main0 = procCpuSeconds([process.pid], mainThread);
+  const othersCpu0 = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, procCpuSeconds(pids)]));
+  const machine0 = machineCpuSeconds();
+  // The platform's event loop over the window: how late timers fire, and the GC pauses.
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
+  const gcPauses: number[] = [];
+  const gcByKind: Record<string, { count: number; total_ms: number; max_ms: number }> = {};
+  const GC_KINDS: Record<number, string> = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcPauses.push(e.duration);
+      const kind = GC_KINDS[(e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+      const k = (gcByKind[kind] ??= { count: 0, total_ms: 0, max_ms: 0 });
+      k.count++;
+      k.total_ms = round(k.total_ms + e.duration);
+      k.max_ms = round(Math.max(k.max_ms, e.duration));
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await sleep(seconds * 1000);
   const cpu = process.cpuUsage(cpu0);
+  if (heapProfiler) {
+    const { profile } = await heapProfiler.post('HeapProfiler.stopSampling');
+    await writeFile(process.argv[heapAt + 1]!, JSON.stringify(profile));
+    heapProfiler.disconnect();
+  }
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    await writeFile(process.argv[profileAt + 1]!, JSON.stringify(profile));
+    profiler.disconnect();
+  }
   const wallS = (performance.now() - t0) / 1000;
+  const othersCores = Object.fromEntries(Object.entries(others).map(([k, pids]) => {
+    const now = procCpuSeconds(pids);
+    return [k, now === null || othersCpu0[k] === null ? null : round((now - othersCpu0[k]!) / wallS, 3)];
+  }));
+  const machine1 = machineCpuSeconds();
+  loopDelay.disable();
+  gcObserver.disconnect();
+  gcPauses.sort((x, y) => x - y);
+  const main1 = procCpuSeconds([process.pid], mainThread);
+  const mainThreadCores = main0 === null || main1 === null ? null : round((main1 - main0) / wallS, 3);
+  const machineBusyCores = machine0 && machine1 ? round((machine1.busy - machine0.busy) / wallS, 3) : null;
   global.gc?.();
   const memDuring = process.memoryUsage();
   child.send({ type: 'stop' });
@@ -177,7 +249,7 @@ async function main() {
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${platformFirst ? ' --platform-first' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}`,
     platform_first: platformFirst,
     backends: backendCount,
     store: platform.db.kind,
@@ -189,6 +261,10 @@ async function main() {
     memory_per_session_kb: held ? round((memDuring.rss - memBefore.rss) / held / 1024, 1) : null,
     heap_per_session_kb: held ? round((memDuring.heapUsed - memBefore.heapUsed) / held / 1024, 1) : null,
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
+    platform_main_thread_cores: mainThreadCores,
+    event_loop_delay_ms: { p50: round(loopDelay.percentile(50) / 1e6), p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
+    gc_pauses: { count: gcPauses.length, total_ms: round(gcPauses.reduce((a, b) => a + b, 0)), p99_ms: round(percentile(gcPauses, 99)), max_ms: round(gcPauses.at(-1) ?? 0), by_kind: gcByKind },
+    other_cpu_cores: { ...othersCores, machine_busy: machineBusyCores, machine_cores: os.cpus().length },
     cpu_per_session_percent_of_core: held ? round((cpuCoreS / wallS / held) * 100, 3) : null,
     turns: platformMs.length,
     agent_audio_seconds_received: round(stopped.agentAudioSeconds, 1),
@@ -204,6 +280,32 @@ async function main() {
   await platform.close();
   await Promise.all(backends.map((b) => b.stop()));
   process.exit(0);
+}
+
+/** User + system CPU seconds of these processes (Linux `/proc/<pid>/stat`), null when unreadable. */
+function procCpuSeconds(pids: (number | null | undefined)[], path?: string): number | null {
+  let ticks = 0;
+  try {
+    for (const pid of pids) {
+      if (!pid) return null;
+      const f = readFileSync(path ?? `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15 of stat)
+    }
+  } catch {
+    return null;
+  }
+  return ticks / 100; // USER_HZ
+}
+
+/** Busy CPU seconds of the whole machine so far (`/proc/stat`), null when unreadable. */
+function machineCpuSeconds(): { busy: number } | null {
+  try {
+    const [, ...v] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+    const n = v.map(Number);
+    return { busy: (n.reduce((a, b) => a + b, 0) - n[3]! - n[4]!) / 100 }; // all but idle and iowait
+  } catch {
+    return null;
+  }
 }
 
 /** The creator child: session creations in a closed loop (autocannon, a light client), reported once. */
