@@ -426,14 +426,19 @@ export class SessionRuntime {
         this.o.sessionRegistry?.release(session.id).catch((err) => log.warn({ err }, 'session registry entry not removed'));
         const l = link;
         link = null;
-        if (l) {
-          l.message({ topic: 'session', type: 'session.ended', reason: e.reason });
-          l.close(1000, e.reason);
+        // The record is final before the client hears the end: a client that reads the session
+        // as soon as it is told sees it ended, with its whole transcript.
+        try {
+          await writes;
+          // An endpoint that failed for good is a runtime failure, though the call ended in order.
+          if (e.reason === 'llm_endpoint_failure') e = { ...e, status: 'failed' };
+          await markSessionEnded(this.o.sql, session.id, { status: e.status, reason: e.reason, metrics: { turns: e.turns } });
+        } finally {
+          if (l) {
+            l.message({ topic: 'session', type: 'session.ended', reason: e.reason });
+            l.close(1000, e.reason);
+          }
         }
-        await writes;
-        // An endpoint that failed for good is a runtime failure, though the call ended in order.
-        if (e.reason === 'llm_endpoint_failure') e = { ...e, status: 'failed' };
-        await markSessionEnded(this.o.sql, session.id, { status: e.status, reason: e.reason, metrics: { turns: e.turns } });
         await recorder?.finish();
         log.info({ status: e.status, reason: e.reason, turns: e.turns.length }, 'session ended');
       },
