@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
+import v8 from 'node:v8';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -263,6 +264,7 @@ async function main() {
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
     platform_main_thread_cores: mainThreadCores,
     event_loop_delay_ms: { p50: round(loopDelay.percentile(50) / 1e6), p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
+    young_generation_mb: round((v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576, 1),
     gc_pauses: { count: gcPauses.length, total_ms: round(gcPauses.reduce((a, b) => a + b, 0)), p99_ms: round(percentile(gcPauses, 99)), max_ms: round(gcPauses.at(-1) ?? 0), by_kind: gcByKind },
     other_cpu_cores: { ...othersCores, machine_busy: machineBusyCores, machine_cores: os.cpus().length },
     cpu_per_session_percent_of_core: held ? round((cpuCoreS / wallS / held) * 100, 3) : null,
