@@ -64,6 +64,8 @@ export interface CallInfo {
   traceparent: string;
   requestId: string;
   teamId: string;
+  /** The request message of a call with one request (synthesize, generate), as decoded. */
+  request?: unknown;
 }
 
 /** A gRPC status error. */
@@ -116,11 +118,11 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     if (toStatus(err).code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
     fail(call, err);
   };
-  const observe = (rpc: string, md: grpc.Metadata) => {
+  const observe = (rpc: string, md: grpc.Metadata, request?: unknown) => {
     const get = (k: string) => String(md.get(k)[0] ?? '');
     const info = { rpc, traceparent: get('traceparent'), requestId: get('x-request-id'), teamId: get('x-team-id') };
     o.logger.debug(info, 'call');
-    o.onCall?.(info);
+    o.onCall?.(request === undefined ? info : { ...info, request });
   };
 
   /** Counts a call for the concurrency limit and Health; returns its release. */
@@ -164,7 +166,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
 
   const handlers: InferenceServiceHandlers = {
     synthesize(call) {
-      observe('synthesize', call.metadata);
+      observe('synthesize', call.metadata, call.request);
       const ac = abortOn(call);
       let release = () => {};
       (async () => {
@@ -355,7 +357,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     generate(call) {
-      observe('generate', call.metadata);
+      observe('generate', call.metadata, call.request);
       const ac = abortOn(call);
       let release = () => {};
       (async () => {

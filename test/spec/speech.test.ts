@@ -2,13 +2,16 @@
 // `model`-header tables, the native authentication row and the trace-propagation rules that
 // no other test names (docs/spec-coverage.md lists where every other row is asserted).
 import t from 'tap';
+import { LatencyMode, type SynthesizeRequest } from '../../src/gen/inference/v1/inference_pb.ts';
 import { listUsage, type UsageRow } from '../../src/store/usage.ts';
 import { captureSpansForTests } from '../../src/telemetry/tracing.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { heard, MAGIC } from '../speech/tts-helpers.ts';
 
 const spans = captureSpansForTests();
-const app = await startTestServer({ backend: 'synthetic' });
+/** What the backend was asked: the synthesis requests it received, in order. */
+const synthRequests: SynthesizeRequest[] = [];
+const app = await startTestServer({ backend: 'synthetic', backendOptions: { onCall: (c) => { if (c.rpc === 'synthesize') synthRequests.push(c.request as SynthesizeRequest); } } });
 t.teardown(() => app.close());
 
 async function tts(body: unknown, headers: Record<string, string> = {}, path = '/v1/tts') {
@@ -115,6 +118,34 @@ t.test('prosody.speed (0.5 to 2.0) sets the speech rate', async (t) => {
     len[speed] = r.bytes.length;
   }
   t.ok(len[2]! < len[1]! && len[1]! < len[0.5]!, `faster speech is shorter (${len[0.5]} > ${len[1]} > ${len[2]} bytes)`);
+});
+
+/** The backend request behind one `POST /v1/tts` with `body`. */
+async function backendRequestOf(body: Record<string, unknown>): Promise<SynthesizeRequest> {
+  const before = synthRequests.length;
+  const r = await tts({ text: 'Defaults reach the backend.', format: 'wav', ...body });
+  if (r.status !== 200) throw new Error(`tts: ${r.status} ${r.bytes.toString()}`);
+  if (synthRequests.length !== before + 1) throw new Error(`expected one backend request, saw ${synthRequests.length - before}`);
+  return synthRequests[before]!;
+}
+
+t.test('latency: "`balanced` (default) or `normal`" is what the backend is asked for', async (t) => {
+  t.equal((await backendRequestOf({})).latency, LatencyMode.BALANCED, 'omitted: balanced');
+  t.equal((await backendRequestOf({ latency: null })).latency, LatencyMode.BALANCED, 'null (clients that send it): balanced');
+  t.equal((await backendRequestOf({ latency: 'normal' })).latency, LatencyMode.NORMAL, 'normal');
+  t.equal((await backendRequestOf({ latency: 'balanced' })).latency, LatencyMode.BALANCED, 'balanced');
+});
+
+t.test('chunk_length: "100 to 300, default 200" is what the backend is asked for', async (t) => {
+  t.equal((await backendRequestOf({})).chunkLength, 200, 'omitted: 200');
+  t.equal((await backendRequestOf({ chunk_length: 100 })).chunkLength, 100);
+  t.equal((await backendRequestOf({ chunk_length: 300 })).chunkLength, 300);
+});
+
+t.test('normalize ("expands numbers and dates for natural reading"): the switch reaches the backend, which expands', async (t) => {
+  t.equal((await backendRequestOf({})).normalize, true, 'omitted: on (GAPS.md §11 defaults)');
+  t.equal((await backendRequestOf({ normalize: false })).normalize, false);
+  t.equal((await backendRequestOf({ normalize: true })).normalize, true);
 });
 
 t.test('authentication: native REST needs "`Authorization: Bearer <API_KEY>`"', async (t) => {

@@ -104,6 +104,10 @@ export function concurrencySuite(kind: Kind): void {
       const retry = Number(third.headers.get('retry-after'));
       t.ok(Number.isInteger(retry) && retry >= 1, `Retry-After ${third.headers.get('retry-after')}`);
       t.ok(third.headers.get('access-control-expose-headers')?.includes('Retry-After'), 'browsers can read it');
+      // SPEC-speech "Trace propagation": tracing "does not change … rate limits".
+      const traced = await fetch(app.url + '/v1/tts', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, body: JSON.stringify({ text: 'One more.', format: 'wav' }) });
+      t.equal(traced.status, 429, 'with a valid traceparent: the same cap');
+      t.same(await traced.json(), { status: 429, message: MESSAGE });
     });
 
     t.test('the cap covers every speech surface: with-timestamp and /v1/asr are refused too', async (t) => {
