@@ -134,6 +134,44 @@ export class AsrService {
     }
     return out;
   }
+
+  /**
+   * Opens the backend's streaming recognition (TranscribeStream) for interim text while audio
+   * arrives: the realtime speech-to-text sockets show it as partial transcripts. Nothing is
+   * billed here and no concurrency slot is held: the committed transcriptions are billed and
+   * capped, each through `transcribe`. A team without credit gets no interim stream (402).
+   */
+  async interim(teamId: string, o: InterimOptions): Promise<InterimStream> {
+    await this.opts.credit?.ensure(teamId);
+    const s = await this.inference.transcribeStream(
+      { model: ASR_MODEL, language: o.language ?? '', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: o.sampleRateHz } },
+      { signal: o.signal, requestId: o.requestId, traceparent: o.traceparent, teamId },
+    );
+    async function* texts(): AsyncGenerator<string> {
+      for await (const r of s) if (r.event.case === 'partial') yield r.event.value;
+    }
+    return { send: (pcm) => s.sendAudio(pcm), commit: () => s.commit(), end: () => s.end(), texts: texts() };
+  }
+}
+
+/** Interim recognition of a live audio stream (`AsrService.interim`). */
+export interface InterimStream {
+  /** Appends 16-bit mono PCM at the stream's rate (copied before it returns). */
+  send(pcm: Uint8Array): void;
+  /** The audio so far is one finished segment: the next partial texts start after it. */
+  commit(): void;
+  /** Ends the stream (no more audio). */
+  end(): void;
+  /** Each interim text of the current segment (the whole segment so far), as the recognizer has it. */
+  texts: AsyncIterable<string>;
+}
+
+export interface InterimOptions {
+  sampleRateHz: number;
+  language?: string;
+  signal?: AbortSignal;
+  requestId?: string;
+  traceparent?: string;
 }
 
 /** gRPC messages stay small: long recordings go to the backend in 1 MiB pieces. */

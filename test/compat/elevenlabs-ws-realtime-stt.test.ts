@@ -61,25 +61,53 @@ t.test('session_started first; per commit committed_transcript then committed_tr
   for (let at = 0; at < one.length; at += 3200) s.send(chunk(one.subarray(at, at + 3200)));
   s.send(chunk(Buffer.alloc(0), true));
   const committed = await s.until((f) => f.message_type === 'committed_transcript_with_timestamps');
-  const kinds = s.frames.map((f) => f.message_type);
+  // Partial transcripts may come before the commit (see the partial_transcript test); apart from them:
+  const kinds = s.frames.map((f) => f.message_type).filter((k) => k !== 'partial_transcript');
   t.same(kinds, ['session_started', 'committed_transcript', 'committed_transcript_with_timestamps'], 'exactly these messages, in this order');
-  t.equal(s.frames[1].text, 'first commit here', 'committed_transcript text');
+  t.equal(s.frames.find((f) => f.message_type === 'committed_transcript').text, 'first commit here', 'committed_transcript text');
   t.equal(committed.text, 'first commit here');
   t.equal(committed.language_code, 'en', 'language_code echoed');
   t.same(committed.words.map((w: any) => w.text).join(''), 'first commit here', 'words and spacing spell the text');
   t.ok(committed.words.every((w: any) => typeof w.start === 'number' && typeof w.end === 'number' && w.logprob === 0 && (w.type === 'word' || w.type === 'spacing')), 'word shape');
   // Second commit: times continue on the session's audio timeline.
   const oneS = one.length / 2 / 16000;
+  const timed = () => s.frames.filter((f) => f.message_type === 'committed_transcript_with_timestamps');
   s.send(chunk(pcmOf('second', 16000), true));
-  await s.until((f, all) => f.message_type === 'committed_transcript_with_timestamps' && all.indexOf(f) > 2);
-  const second = s.frames.at(-1);
+  await s.until(() => timed().length === 2);
+  const second = timed()[1];
   t.equal(second.text, 'second');
   t.ok(second.words[0].start >= oneS, 'second commit\'s words start after the first commit\'s audio');
   // An empty commit answers with empty text.
   s.send(chunk(Buffer.alloc(0), true));
-  await s.until((f, all) => f.message_type === 'committed_transcript_with_timestamps' && all.indexOf(f) > 4);
-  t.equal(s.frames.at(-1).text, '');
-  t.same(s.frames.at(-1).words, []);
+  await s.until(() => timed().length === 3);
+  t.equal(timed()[2].text, '');
+  t.same(timed()[2].words, []);
+  s.ws.close();
+  await s.closed;
+});
+
+t.test('partial_transcript: while audio arrives, the current segment\'s text so far; a commit starts the next segment', async (t) => {
+  const s = await open(url(), key());
+  await s.until((f) => f.message_type === 'session_started');
+  const partials = () => s.frames.filter((f) => f.message_type === 'partial_transcript').map((f) => f.text as string);
+  // Audio in real-time-sized pieces, no commit: partials grow as it is recognized.
+  const first = pcmOf('live words here', 16000);
+  for (let at = 0; at < first.length; at += 3200) s.send(chunk(first.subarray(at, at + 3200)));
+  await s.until(() => partials().includes('live words here'));
+  const one = partials();
+  t.ok(one.length >= 2, `several partials (${one.length})`);
+  t.ok(one.every((p) => 'live words here'.startsWith(p) && p.length > 0), 'each is the segment so far');
+  t.ok(one.every((p, i) => i === 0 || p.length > one[i - 1]!.length), 'each one longer than the last (no repeats)');
+  t.notOk(s.frames.some((f) => f.message_type === 'committed_transcript'), 'nothing committed without a commit');
+  s.send(chunk(Buffer.alloc(0), true));
+  t.equal((await s.until((f) => f.message_type === 'committed_transcript')).text, 'live words here');
+  // The next segment's partials start from nothing: none carries the committed text.
+  const before = partials().length;
+  const next = pcmOf('then more', 16000);
+  for (let at = 0; at < next.length; at += 3200) s.send(chunk(next.subarray(at, at + 3200)));
+  await s.until(() => partials().includes('then more'));
+  const two = partials().slice(before);
+  t.ok(two.every((p) => 'then more'.startsWith(p)), `the second segment's partials: ${JSON.stringify(two)}`);
   s.ws.close();
   await s.closed;
 });
@@ -137,14 +165,19 @@ t.test('the official elevenlabs-js realtime client', async (t) => {
   const conn = await el.speechToText.realtime.connect({ modelId: 'scribe_v2_realtime', audioFormat: AudioFormat.PCM_16000, sampleRate: 16000, commitStrategy: CommitStrategy.MANUAL, includeTimestamps: true });
   const committed = new Promise<any>((r) => conn.on(RealtimeEvents.COMMITTED_TRANSCRIPT, r));
   const timed = new Promise<any>((r) => conn.on(RealtimeEvents.COMMITTED_TRANSCRIPT_WITH_TIMESTAMPS, r));
+  const partials: string[] = [];
+  const heardAll = new Promise<void>((r) => conn.on(RealtimeEvents.PARTIAL_TRANSCRIPT, (m: any) => { partials.push(m.text); if (m.text === 'Official client, hello!') r(); }));
   const closed = new Promise<void>((r) => conn.on(RealtimeEvents.CLOSE, () => r()));
   const errors: unknown[] = [];
   conn.on(RealtimeEvents.ERROR, (e) => errors.push(e));
   conn.on(RealtimeEvents.SESSION_STARTED, () => {
     const pcm = pcmOf('Official client, hello!', 16000);
     for (let at = 0; at < pcm.length; at += 1600) conn.send({ audioBase64: pcm.subarray(at, at + 1600).toString('base64') });
-    conn.commit();
+    // The commit once the live partials have caught up (a real client commits at a pause).
+    void heardAll.then(() => conn.commit());
   });
+  await heardAll;
+  t.ok(partials.length >= 2 && partials.every((p) => 'Official client, hello!'.startsWith(p)), 'PARTIAL_TRANSCRIPT: the text so far');
   t.equal((await committed).text, 'Official client, hello!', 'COMMITTED_TRANSCRIPT');
   const w = await timed;
   t.equal(w.text, 'Official client, hello!', 'COMMITTED_TRANSCRIPT_WITH_TIMESTAMPS');

@@ -17,7 +17,11 @@
  * the audio since the previous commit through the native recognition service and answers
  * `committed_transcript{text}`, then `committed_transcript_with_timestamps{text,
  * language_code, words[]}`, in commit order; word times are seconds on the session's audio
- * timeline. More than 100 MiB of uncommitted audio → `input_error`: that append is
+ * timeline. While audio arrives, `partial_transcript{text}` carries the current segment's
+ * text so far, from a streaming recognition of that segment (no usage recorded: the commits
+ * are billed); a commit ends it and the next segment gets its own, so no partial ever shows
+ * text of a segment already committed. When it cannot run (no credit, backend without
+ * streaming), there are simply no partials. More than 100 MiB of uncommitted audio → `input_error`: that append is
  * dropped and the socket stays open. A failed recognition → an error message of the
  * vendor's kinds (`input_error`, `quota_exceeded`, `rate_limited`, `transcriber_error`).
  * The connection lifetime (GAPS §12.3: 3600 s) reached → `session_time_limit_exceeded`,
@@ -28,7 +32,7 @@ import { wavHeader } from '../../audio/index.ts';
 import { toServiceError } from '../../errors.ts';
 import type { Authenticate, HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
-import { ASR_MIN_DURATION_MS, type AsrService, type Transcript } from '../../speech/asr.ts';
+import { ASR_MIN_DURATION_MS, type AsrService, type InterimStream, type Transcript } from '../../speech/asr.ts';
 import type { SharedState } from '../../state/index.ts';
 import { ELEVENLABS_BASE, ElevenLabsError } from './common.ts';
 import { sttResponse } from './stt.ts';
@@ -48,6 +52,8 @@ export interface RealtimeSttDeps {
 /** Uncommitted audio a session may hold (GAPS §12.2: 100 MiB). */
 export const REALTIME_AUDIO_LIMIT_BYTES = 100 * 1024 * 1024;
 export const DEFAULT_AUDIO_FORMAT = 'pcm_16000';
+/** Audio held for a segment's streaming recognition while it opens (then dropped: partials only). */
+const INTERIM_PENDING_LIMIT_BYTES = 2 * 1024 * 1024;
 
 interface SttState {
   teamId: string;
@@ -96,6 +102,16 @@ export class RealtimeSttSession implements SocketSession {
   /** Audio already committed, in milliseconds: where the next commit's words start. */
   private committedMs = 0;
   private chain: Promise<void> = Promise.resolve();
+  /**
+   * Partial transcripts come from a streaming recognition of the current segment. Each commit
+   * ends that stream and opens a new one for the next segment (`interimGen` counts them), so a
+   * lagging stream can never show text of a segment already committed.
+   */
+  private interimGen = 0;
+  private interimStream: InterimStream | null = null;
+  /** Audio of the current segment that arrived while its stream was opening. */
+  private interimPending: Buffer[] | null = null;
+  private interimPendingBytes = 0;
 
   constructor(
     private readonly deps: RealtimeSttDeps,
@@ -116,6 +132,45 @@ export class RealtimeSttSession implements SocketSession {
         include_language_detection: state.includeLanguageDetection,
       },
     });
+    this.openInterim();
+  }
+
+  /** Opens the streaming recognition of a new segment; its partial texts go to the client. */
+  private openInterim(): void {
+    const gen = ++this.interimGen;
+    this.interimStream = null;
+    this.interimPending = [];
+    this.interimPendingBytes = 0;
+    const current = () => gen === this.interimGen && !this.socket.closed;
+    this.deps.asr
+      .interim(this.state.teamId, { sampleRateHz: this.state.sampleRateHz, language: this.state.languageCode || undefined, signal: this.ac.signal, requestId: this.requestId, traceparent: this.state.traceparent })
+      .then(async (stream) => {
+        if (!current()) return stream.end();
+        this.interimStream = stream;
+        for (const piece of this.interimPending ?? []) stream.send(piece);
+        this.interimPending = null;
+        let last = '';
+        for await (const text of stream.texts) {
+          if (!current()) continue; // a committed segment's stream: drained, not shown
+          if (!text || text === last) continue;
+          last = text;
+          this.socket.send({ message_type: 'partial_transcript', text });
+        }
+      })
+      .catch((err) => {
+        // Partials stop for this segment; commits are transcribed as before.
+        if (gen === this.interimGen) this.interimPending = null;
+        if (!this.ac.signal.aborted) this.deps.log.debug({ err }, 'realtime interim recognition unavailable');
+      });
+  }
+
+  /** The current segment's audio, to its streaming recognition (held while the stream opens). */
+  private interimAudio(audio: Buffer): void {
+    if (this.interimStream) this.interimStream.send(audio);
+    else if (this.interimPending && this.interimPendingBytes + audio.byteLength <= INTERIM_PENDING_LIMIT_BYTES) {
+      this.interimPending.push(audio);
+      this.interimPendingBytes += audio.byteLength;
+    }
   }
 
   onMessage(text: string): void {
@@ -136,12 +191,15 @@ export class RealtimeSttSession implements SocketSession {
       } else {
         this.pieces.push(audio);
         this.bytes += audio.byteLength;
+        this.interimAudio(audio);
       }
     }
     if (msg.commit === true) this.commit();
   }
 
   onClose(): void {
+    this.interimGen++;
+    this.interimStream?.end();
     this.ac.abort(Object.assign(new Error('client closed'), { name: 'AbortError' }));
     this.pieces = [];
     this.bytes = 0;
@@ -153,6 +211,9 @@ export class RealtimeSttSession implements SocketSession {
   }
 
   private commit(): void {
+    // The segment is done: its stream finishes in the background, unseen; the next gets a new one.
+    this.interimStream?.end();
+    this.openInterim();
     const pcm = Buffer.concat(this.pieces, this.bytes);
     this.pieces = [];
     this.bytes = 0;
