@@ -64,7 +64,7 @@ export interface CallInfo {
   traceparent: string;
   requestId: string;
   teamId: string;
-  /** The request message of a call with one request (synthesize, generate), as decoded. */
+  /** The request message of a call with one request (synthesize, generate), or Transcribe's config, as decoded. */
   request?: unknown;
 }
 
@@ -247,7 +247,8 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     transcribe(call, callback) {
-      observe('transcribe', call.metadata);
+      // Observed with its config (the first message), or without one at the end if none came.
+      let observed = false;
       let config: TranscribeConfig | undefined;
       const parts: Uint8Array[] = [];
       let size = 0;
@@ -261,6 +262,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       }
       call.on('data', (m) => {
         if (!config && m.config) config = m.config;
+        if (!observed) {
+          observed = true;
+          observe('transcribe', call.metadata, config);
+        }
         if (failed || !m.audio.length) return;
         parts.push(m.audio);
         size += m.audio.length;
@@ -273,6 +278,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
       });
       call.on('end', async () => {
+        if (!observed) {
+          observed = true;
+          observe('transcribe', call.metadata);
+        }
         if (failed) return;
         try {
           if (!config) throw invalid('config: the first message must carry a config');

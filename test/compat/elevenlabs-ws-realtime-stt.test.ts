@@ -10,8 +10,10 @@ import { audioOf, connect, open } from './elevenlabs-ws-helpers.ts';
 
 let app: TestServer;
 let wsBase: string;
+/** Transcribe configs the backend received, in order. */
+const transcribeConfigs: { language: string }[] = [];
 t.before(async () => {
-  app = await startTestServer({ backend: 'synthetic' });
+  app = await startTestServer({ backend: 'synthetic', backendOptions: { onCall: (c) => { if (c.rpc === 'transcribe' && c.request) transcribeConfigs.push(c.request as { language: string }); } } });
   wsBase = `${app.url.replace(/^http/, 'ws')}/compat/elevenlabs/v1`;
 });
 t.teardown(() => app.close());
@@ -110,6 +112,20 @@ t.test('partial_transcript: while audio arrives, the current segment\'s text so 
   t.ok(two.every((p) => 'then more'.startsWith(p)), `the second segment's partials: ${JSON.stringify(two)}`);
   s.ws.close();
   await s.closed;
+});
+
+t.test('language_code is forwarded to recognition (and echoed); without it, no language is sent', async (t) => {
+  for (const [query, expected] of [['language_code=de', 'de'], ['', '']] as const) {
+    const s = await open(url(query), key());
+    const before = transcribeConfigs.length;
+    s.send(chunk(pcmOf('guten tag', 16000), true));
+    const c = await s.until((f) => f.message_type === 'committed_transcript_with_timestamps');
+    t.equal(c.language_code, expected || null, `echoed: ${JSON.stringify(expected || null)}`);
+    t.equal(transcribeConfigs.length, before + 1, 'one recognition per commit');
+    t.equal(transcribeConfigs[before]!.language, expected, `recognition asked for ${JSON.stringify(expected)}`);
+    s.ws.close();
+    await s.closed;
+  }
 });
 
 t.test('audio_format sets the rate: pcm_8000 and pcm_44100 transcribe; a mismatched rate is not refused', async (t) => {

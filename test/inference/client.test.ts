@@ -23,7 +23,8 @@ const collect = async <T>(it: AsyncIterable<T>) => {
 
 t.test('calls reach the backend with metadata and the backend model name', async (t) => {
   const seen: { rpc: string; traceparent: string; requestId: string; teamId: string }[] = [];
-  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', onCall: (c) => seen.push(c) });
+  // The metadata only (the hook also carries the decoded request of single-request calls).
+  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', onCall: ({ rpc, traceparent, requestId, teamId }) => seen.push({ rpc, traceparent, requestId, teamId }) });
   const client = createInferenceClient({ nativeAddress: backend.address, backends: '' });
   t.teardown(async () => {
     await client.close();
