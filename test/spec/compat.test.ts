@@ -1,13 +1,17 @@
 // Spec coverage (docs/spec-coverage.md, "Compatibility layer"): rules of SPEC-speech.md's
 // compatibility layer that no other test named.
 import t from 'tap';
+import { encodeText } from '../../native/engines/synthetic/modem.ts';
+import { int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { translateTts } from '../../src/compat/elevenlabs/tts.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 let app: TestServer;
 let base: string;
+/** Transcribe configs the backend received, in order. */
+const transcribeConfigs: { language: string }[] = [];
 t.before(async () => {
-  app = await startTestServer({ backend: 'synthetic' });
+  app = await startTestServer({ backend: 'synthetic', backendOptions: { onCall: (c) => { if (c.rpc === 'transcribe' && c.request) transcribeConfigs.push(c.request as { language: string }); } } });
   base = `${app.url}/compat/elevenlabs`;
 });
 t.teardown(() => app.close());
@@ -38,4 +42,23 @@ t.test('voice_settings.stability "becomes temperature = 1 − stability" in the 
   }
   t.notOk('temperature' in translateTts({ text: 'x' }, 'default', undefined, {}).body, 'no stability: the native default applies');
   t.equal(translateTts({ text: 'x', voice_settings: { stability: 0.3 } }, 'default', undefined, { 'x-service-temperature': '0.2' }).body.temperature, 0.2, 'header > mapped');
+});
+
+t.test('speech to text: "`language_code` forwarded to recognition" (family C, POST /v1/speech-to-text)', async (t) => {
+  const pcm = int16ToPcmBytes(encodeText('hallo welt, wie geht es dir heute', { sampleRateHz: 16000 }).pcm);
+  const wav = Buffer.concat([wavHeader(16000, pcm.length), pcm]);
+  for (const [code, expected] of [['de', 'de'], [undefined, '']] as const) {
+    const f = new FormData();
+    f.set('model_id', 'scribe_v1');
+    if (code) f.set('language_code', code);
+    f.set('file', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'a.wav');
+    const before = transcribeConfigs.length;
+    const res = await fetch(`${base}/v1/speech-to-text`, { method: 'POST', headers: { 'xi-api-key': app.key }, body: f });
+    t.equal(res.status, 200);
+    const body = (await res.json()) as { text: string; language_code: string };
+    t.equal(body.text, 'hallo welt, wie geht es dir heute');
+    t.equal(body.language_code, expected, 'echoed');
+    t.equal(transcribeConfigs.length, before + 1, 'one recognition');
+    t.equal(transcribeConfigs[before]!.language, expected, `recognition asked for ${JSON.stringify(expected)}`);
+  }
 });
