@@ -27,6 +27,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
 import { currentKnowledgeRevisions, knowledgeSourceIdsOf } from './store/knowledge.ts';
+import { keyIsLive } from './store/keys.ts';
 import { migrate } from './store/migrate.ts';
 import { createInferenceClient, spawnNativeBackend, type InferenceClient, type NativeProcess } from './inference/index.ts';
 import { frozenToolsForPublish, toolIdsOf } from './store/tools.ts';
@@ -325,7 +326,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     cleanups.push(() => phoneRental.stop());
 
     // Compat family C REST (issue 6): /compat/elevenlabs text to speech, speech to text, voices, models, user.
-    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, state, timers: { lifetimeMs: compatLifetimeMs }, authenticate: (token, messages) => verifier!.verify(token, messages) });
+    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, state, timers: { lifetimeMs: compatLifetimeMs }, authenticate: (token, messages) => verifier!.verify(token, messages), keyIsLive: (id) => keyIsLive(db.sql, id) });
 
     http.starting = false;
     health.ready = true;

@@ -30,6 +30,14 @@ export async function findKeyByHash(sql: Sql, keyHash: string): Promise<KeyLooku
   return row;
 }
 
+/** Whether the key `id` can still be used: it exists, is not revoked, has not expired. */
+export async function keyIsLive(sql: Sql, id: string): Promise<boolean> {
+  const rows = await sql`
+    select 1 from api_keys
+    where id = ${id} and revoked_at is null and (expires_at is null or expires_at > clock_timestamp())`;
+  return rows.length > 0;
+}
+
 /** Revokes by id or by visible prefix; returns how many keys it revoked. */
 export async function revokeKey(sql: Sql, idOrPrefix: string): Promise<number> {
   const rows = await sql`

@@ -7,7 +7,9 @@ import { AudioFormat, CommitStrategy, ElevenLabsClient, ElevenLabsError, Realtim
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { redeemSingleUseToken, issueSingleUseToken, SINGLE_USE_TOKEN_TTL_MS } from '../../src/compat/elevenlabs/tokens.ts';
+import { createKey } from '../../src/auth/keys.ts';
 import { createSharedState } from '../../src/state/index.ts';
+import { revokeKey } from '../../src/store/keys.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { heard } from '../speech/tts-helpers.ts';
 import { audioOf, connect, open } from './elevenlabs-ws-helpers.ts';
@@ -111,6 +113,39 @@ t.test('batch_scribe tokens authenticate POST /v1/speech-to-text (the client sen
   t.equal(err?.body?.detail?.status, 'unauthorized');
   const keyed = (await el.speechToText.convert({ file: new Blob([wav], { type: 'audio/wav' }), modelId: 'scribe_v1' })) as any;
   t.equal(keyed.text, 'batch token', 'without a token the key still authenticates');
+});
+
+t.test('a token dies with its key: revoked or expired after issuing, the token is refused (REST and sockets)', async (t) => {
+  const pcm = Buffer.concat([pcmOf('dead key', 16000), Buffer.alloc(32_000)]);
+  const wav = Buffer.concat([Buffer.from(wavHeader(16000, pcm.byteLength)), pcm]);
+  const stt = (token: string) => {
+    const f = new FormData();
+    f.set('model_id', 'scribe_v1');
+    f.set('file', new Blob([wav], { type: 'audio/wav' }), 'a.wav');
+    return fetch(`${base}/v1/speech-to-text?token=${encodeURIComponent(token)}`, { method: 'POST', body: f });
+  };
+  const issue = async (key: string, type: string) => {
+    const r = await fetch(`${base}/v1/single-use-token/${type}`, { method: 'POST', headers: { 'xi-api-key': key } });
+    t.equal(r.status, 200, `issued (${type})`);
+    return ((await r.json()) as { token: string }).token;
+  };
+  // Revoked: a key made for the test issues tokens, then is revoked.
+  const doomed = await createKey(app.db.sql, app.teamId, { name: 'revoked after issuing' });
+  const batch = await issue(doomed.key, 'batch_scribe');
+  const live = await issue(doomed.key, 'realtime_scribe');
+  const spare = await issue(app.key, 'batch_scribe');
+  t.equal(await revokeKey(app.db.sql, doomed.row.id), 1);
+  const refused = await stt(batch);
+  t.equal(refused.status, 401, 'REST: refused');
+  t.same(await refused.json(), { detail: { status: 'unauthorized', message: 'Invalid single-use token: the API key that issued it was revoked or has expired' } });
+  const sock = await connect(sttUrl(live));
+  t.ok('status' in sock && sock.status === 401, 'socket: refused at the handshake');
+  t.equal((await stt(spare)).status, 200, 'a token of a live key still works');
+  // Expired: a key that expires a moment after issuing.
+  const brief = await createKey(app.db.sql, app.teamId, { name: 'expires', expiresAt: new Date(Date.now() + 1500) });
+  const late = await issue(brief.key, 'batch_scribe');
+  await new Promise((r) => setTimeout(r, 1600));
+  t.equal((await stt(late)).status, 401, 'an expired key\'s token is refused');
 });
 
 t.test('issuing: the key is required; an unknown token type → 422 in the vendor field list', async (t) => {

@@ -15,7 +15,7 @@ import type { Sql } from '../../store/db.ts';
 import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, sendElevenLabsError } from './common.ts';
 import { readSttRequest, sttResponse } from './stt.ts';
 import { ELEVENLABS_JSON_LIMIT, ndjsonLine, readJsonBody, timestampsJson, translateTts, synthesizeTimed } from './tts.ts';
-import { authenticateKeyOrToken, issueSingleUseToken, type SingleUseTokenType } from './tokens.ts';
+import { authenticateKeyOrToken, issueSingleUseToken, type KeyIsLive, type SingleUseTokenType } from './tokens.ts';
 import { getVoice, listVoicesV1, modelCatalog, ownVoiceCount, searchVoicesV2, userStub } from './voices.ts';
 import type { SocketTimers } from './ws-socket.ts';
 import { mountMultiStreamInput } from './ws-multi-stream.ts';
@@ -31,6 +31,8 @@ export interface ElevenLabsDeps {
   log: Logger;
   /** Single-use tokens (tokens.ts). */
   state: SharedState;
+  /** Whether a token's issuing key is still usable (none: not checked). */
+  keyIsLive?: KeyIsLive;
   /** The sockets' lifetime and inactivity clocks (tests shorten them). */
   timers?: SocketTimers;
 }

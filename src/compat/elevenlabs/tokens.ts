@@ -9,7 +9,8 @@
  * - `tts_websocket`: `wss …/v1/text-to-speech/{voice_id}/stream-input` and `multi-stream-input`;
  * - `batch_scribe`: `POST …/v1/speech-to-text`.
  *
- * A token carries the caller of the key that created it. It lives in the shared state (all
+ * A token carries the caller of the key that created it, and dies with that key: used after
+ * the key was revoked or expired, it is refused. It lives in the shared state (all
  * nodes see it) under a hash of its value, and using it deletes it (`take`): of concurrent
  * uses exactly one wins. A token of one type is not accepted where another type is needed.
  * A token given together with a key wins, as with the vendor (the official client sends no
@@ -43,11 +44,21 @@ export async function issueSingleUseToken(state: SharedState, params: Record<str
   return { token };
 }
 
-/** Uses up a token of `type`; its caller, or 401 `unauthorized`. */
-export async function redeemSingleUseToken(state: SharedState, type: SingleUseTokenType, token: string): Promise<Principal> {
+/** Whether an API key (by id) can still be used: tokens die with the key that issued them. */
+export type KeyIsLive = (keyId: string) => Promise<boolean>;
+
+/**
+ * Uses up a token of `type`; its caller, or 401 `unauthorized`. With `keyIsLive`, a token
+ * whose issuing key has since been revoked or has expired is refused too (and used up).
+ */
+export async function redeemSingleUseToken(state: SharedState, type: SingleUseTokenType, token: string, keyIsLive?: KeyIsLive): Promise<Principal> {
   const value = token ? await state.take(stateKey(type, token)) : null;
   if (value === null) throw new ElevenLabsError('unauthorized', `Invalid single-use token: unknown, already used, expired, or not a ${type} token`);
-  return JSON.parse(value) as Principal;
+  const caller = JSON.parse(value) as Principal;
+  if (keyIsLive && caller.keyId && !(await keyIsLive(caller.keyId))) {
+    throw new ElevenLabsError('unauthorized', 'Invalid single-use token: the API key that issued it was revoked or has expired');
+  }
+  return caller;
 }
 
 /**
@@ -57,9 +68,9 @@ export async function redeemSingleUseToken(state: SharedState, type: SingleUseTo
 export function authenticateKeyOrToken(
   r: { headers: Record<string, string>; query: URLSearchParams },
   type: SingleUseTokenType,
-  deps: { authenticate: Authenticate; state: SharedState },
+  deps: { authenticate: Authenticate; state: SharedState; keyIsLive?: KeyIsLive },
 ): Promise<Principal> {
   const token = r.query.get('token');
-  if (token !== null) return redeemSingleUseToken(deps.state, type, token);
+  if (token !== null) return redeemSingleUseToken(deps.state, type, token, deps.keyIsLive);
   return authenticateKey(r.headers, deps.authenticate);
 }

@@ -36,7 +36,7 @@ import { ASR_MIN_DURATION_MS, type AsrService, type InterimStream, type Transcri
 import type { SharedState } from '../../state/index.ts';
 import { ELEVENLABS_BASE, ElevenLabsError } from './common.ts';
 import { sttResponse } from './stt.ts';
-import { authenticateKeyOrToken } from './tokens.ts';
+import { authenticateKeyOrToken, type KeyIsLive } from './tokens.ts';
 import { LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface RealtimeSttDeps {
@@ -45,6 +45,8 @@ export interface RealtimeSttDeps {
   log: Logger;
   /** Single-use tokens (`?token=`). */
   state: SharedState;
+  /** Whether a token's issuing key is still usable (none: not checked). */
+  keyIsLive?: KeyIsLive;
   /** The lifetime clock; the default outside tests. */
   timers?: SocketTimers;
 }

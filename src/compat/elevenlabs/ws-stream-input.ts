@@ -43,7 +43,7 @@ import type { SharedState } from '../../state/index.ts';
 import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, nativeParams, parseElevenLabsFormat, speechModelFor, truthy, type ElevenLabsFormat } from './common.ts';
 import { elevenLabsTtsSchema, translateTts } from './tts.ts';
 import { DEFAULT_CHUNK_SCHEDULE, SpeechContext, TEXT_BUFFER_LIMIT_BYTES } from './ws-speech-context.ts';
-import { authenticateKeyOrToken } from './tokens.ts';
+import { authenticateKeyOrToken, type KeyIsLive } from './tokens.ts';
 import { errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface TtsSocketDeps {
@@ -52,6 +52,8 @@ export interface TtsSocketDeps {
   log: Logger;
   /** Single-use tokens (`?token=`). */
   state: SharedState;
+  /** Whether a token's issuing key is still usable (none: not checked). */
+  keyIsLive?: KeyIsLive;
   /** Lifetime and inactivity clocks; the defaults outside tests. */
   timers?: SocketTimers;
 }
