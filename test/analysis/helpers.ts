@@ -1,55 +1,15 @@
-import { randomBytes } from 'node:crypto';
-import { createLogger } from '../../src/log.ts';
-import { startPlatform, type Platform } from '../../src/platform.ts';
+import type { Platform } from '../../src/platform.ts';
 import { appendSessionItems, markSessionActive, markSessionEnded } from '../../src/store/sessions.ts';
+import { startDurablePlatform, testKey, type DurablePlatform } from '../webhooks/helpers.ts';
 
-export type Req = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any; text: string }>;
-export interface App extends Platform {
-  req: Req;
-}
+export { testKey };
+export type Req = DurablePlatform['req'];
+export type App = DurablePlatform;
 
 /** A platform on a durable store (`dataDir` / `schema`) whose inference goes to `backendAddress`. */
-export async function startAnalysisPlatform(o: { dataDir: string; schema: string; key: string; backendAddress: string; allow?: string[]; env?: Record<string, string> }): Promise<App> {
-  const real = !!process.env.DATABASE_URL;
-  const platform = await startPlatform({
-    env: o.env ?? {},
-    config: {
-      host: '127.0.0.1',
-      port: 0,
-      dataDir: o.dataDir,
-      databaseUrl: real ? process.env.DATABASE_URL : undefined,
-      redisUrl: process.env.REDIS_URL || undefined,
-      bootstrapKey: o.key,
-      logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
-      startNativeBackend: false,
-      backendAddress: o.backendAddress,
-      outboundAllow: o.allow ?? [],
-    },
-    dbSchema: real ? o.schema : undefined,
-    statePrefix: `test:${o.schema}:`,
-    log: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-  });
-  const auth = { Authorization: `Bearer ${o.key}` };
-  const req: Req = async (method, path, body) => {
-    const init: RequestInit = { method, headers: { ...auth } };
-    if (body !== undefined) {
-      init.body = JSON.stringify(body);
-      (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
-    }
-    const res = await fetch(platform.url + path, init);
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, body: parsed, text };
-  };
-  return Object.assign(platform, { req });
+export function startAnalysisPlatform(o: { dataDir: string; schema: string; key: string; backendAddress: string; allow?: string[]; env?: Record<string, string> }): Promise<App> {
+  return startDurablePlatform({ ...o, allow: o.allow ?? [] });
 }
-
-export const testKey = () => `pk_test_${randomBytes(24).toString('base64url')}`;
 
 /** Creates and publishes an agent with `config`; returns its id. */
 export async function publishedAgent(app: { req: Req }, config: Record<string, unknown>): Promise<string> {

@@ -116,9 +116,10 @@ export interface DurablePlatform extends Platform, App {}
 /**
  * A platform that can be stopped and started again on the same durable store: a fixed schema
  * on DATABASE_URL when set, else the embedded store in `dataDir` (which also holds the secret
- * key, so sealed webhook secrets open after the restart).
+ * key, so sealed webhook secrets open after the restart). Inference goes to `backendAddress`
+ * (analysis and recordings tests start a native backend for it).
  */
-export async function startDurablePlatform(o: { dataDir: string; schema: string; key: string; allow: string[]; env?: Record<string, string> }): Promise<DurablePlatform> {
+export async function startDurablePlatform(o: { dataDir: string; schema: string; key: string; allow: string[]; env?: Record<string, string>; backendAddress?: string }): Promise<DurablePlatform> {
   const real = !!process.env.DATABASE_URL;
   const platform = await startPlatform({
     env: o.env ?? {},
@@ -131,6 +132,7 @@ export async function startDurablePlatform(o: { dataDir: string; schema: string;
       bootstrapKey: o.key,
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
       startNativeBackend: false,
+      backendAddress: o.backendAddress,
       outboundAllow: o.allow,
     },
     dbSchema: real ? o.schema : undefined,
