@@ -326,7 +326,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     cleanups.push(() => phoneRental.stop());
 
     // Compat family C REST (issue 6): /compat/elevenlabs text to speech, speech to text, voices, models, user.
-    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, state, timers: { lifetimeMs: compatLifetimeMs }, authenticate: (token, messages) => verifier!.verify(token, messages), keyIsLive: (id) => keyIsLive(db.sql, id) });
+    mountElevenLabsRoutes(http, { tts, asr, sql: db.sql, log, state, timers: { lifetimeMs: compatLifetimeMs }, authenticate: (token, messages) => verifier!.verify(token, messages), keyIsLive: (teamId, id) => keyIsLive(db.sql, teamId, id) });
 
     http.starting = false;
     health.ready = true;

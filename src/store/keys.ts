@@ -30,11 +30,11 @@ export async function findKeyByHash(sql: Sql, keyHash: string): Promise<KeyLooku
   return row;
 }
 
-/** Whether the key `id` can still be used: it exists, is not revoked, has not expired. */
-export async function keyIsLive(sql: Sql, id: string): Promise<boolean> {
+/** Whether the team's key `id` can still be used: it exists, is not revoked, has not expired. */
+export async function keyIsLive(sql: Sql, teamId: string, id: string): Promise<boolean> {
   const rows = await sql`
     select 1 from api_keys
-    where id = ${id} and revoked_at is null and (expires_at is null or expires_at > clock_timestamp())`;
+    where team_id = ${teamId} and id = ${id} and revoked_at is null and (expires_at is null or expires_at > clock_timestamp())`;
   return rows.length > 0;
 }
 

@@ -44,8 +44,8 @@ export async function issueSingleUseToken(state: SharedState, params: Record<str
   return { token };
 }
 
-/** Whether an API key (by id) can still be used: tokens die with the key that issued them. */
-export type KeyIsLive = (keyId: string) => Promise<boolean>;
+/** Whether a team's API key (by id) can still be used: tokens die with the key that issued them. */
+export type KeyIsLive = (teamId: string, keyId: string) => Promise<boolean>;
 
 /**
  * Uses up a token of `type`; its caller, or 401 `unauthorized`. With `keyIsLive`, a token
@@ -55,7 +55,7 @@ export async function redeemSingleUseToken(state: SharedState, type: SingleUseTo
   const value = token ? await state.take(stateKey(type, token)) : null;
   if (value === null) throw new ElevenLabsError('unauthorized', `Invalid single-use token: unknown, already used, expired, or not a ${type} token`);
   const caller = JSON.parse(value) as Principal;
-  if (keyIsLive && caller.keyId && !(await keyIsLive(caller.keyId))) {
+  if (keyIsLive && caller.keyId && !(await keyIsLive(caller.teamId, caller.keyId))) {
     throw new ElevenLabsError('unauthorized', 'Invalid single-use token: the API key that issued it was revoked or has expired');
   }
   return caller;
