@@ -16,6 +16,7 @@ import {
   listSessionItems,
   listSessions,
   markSessionEnded,
+  type NewSession,
   type SessionFilter,
   type SessionItemRow,
   type SessionRow,
@@ -345,6 +346,9 @@ export interface CreateRequest {
  * Session creation, control and the conversation record. Every check happens before anything
  * is written; the charge and the insert are one SQL statement.
  */
+/** The fields of a new session `SessionService.newSession` fills unless told otherwise. */
+type SessionDefaulted = 'id' | 'team_id' | 'agent_id' | 'agent_name' | 'name' | 'direction' | 'overrides' | 'dynamic_variables' | 'secret_variables' | 'tool_events' | 'end_user_id' | 'metadata' | 'client_timezone' | 'world_context' | 'price_per_minute_micros' | 'caller_number' | 'dialed_number';
+
 export class SessionService {
   private readonly now: () => number;
 
@@ -387,23 +391,15 @@ export class SessionService {
     const config = agent.config!;
     const token = randomBytes(32).toString('base64url');
     const createdAt = this.now();
-    const { plain, secret } = splitSecretVariables((body.dynamic_variables ?? {}) as Record<string, VariableValue>);
-    const session = {
-      id: newId('sess'),
-      team_id: agent.team_id,
-      agent_id: agent.id,
-      agent_name: agent.name,
+    const session = this.newSession(agent, (body.dynamic_variables ?? {}) as Record<string, VariableValue>, {
       version_number: agent.version_number,
       config_hash: agent.config_hash!,
       name: body.name ?? null,
-      source: isPublic ? ('public' as const) : ('api_key' as const),
-      direction: 'inbound' as const,
-      transport: this.deps.livekitUrl ? ('livekit' as const) : ('websocket' as const),
+      source: isPublic ? 'public' : 'api_key',
+      transport: this.deps.livekitUrl ? 'livekit' : 'websocket',
       expires_at: new Date(createdAt + SESSION_TOKEN_TTL_MS),
       max_duration_seconds: config.conversation.max_duration_seconds,
       overrides: overrides as Record<string, string>,
-      dynamic_variables: plain,
-      secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
       tool_events: body.tool_events ?? true,
       end_user_id: body.end_user_id ?? null,
       metadata: body.metadata ?? {},
@@ -411,11 +407,8 @@ export class SessionService {
       timezone: resolveTimezone({ request: body.timezone, agent: config.conversation.timezone, client: body.client_timezone }),
       client_timezone: body.client_timezone ?? null,
       world_context: body.world_context ?? true,
-      price_per_minute_micros: this.deps.pricePerMinuteMicros,
-      caller_number: null,
-      dialed_number: null,
       token_hash: createHash('sha256').update(token).digest('hex'),
-    };
+    });
     const price = this.deps.pricePerMinuteMicros;
     await this.gateway(session);
     const row = await insertSession(this.deps.sql, session, isPublic ? { mode: 'require', minimumMicros: price } : { mode: 'hold', amountMicros: price });
@@ -488,44 +481,60 @@ export class SessionService {
     }
     if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
     const config = agent.config!;
-    const { plain, secret } = splitSecretVariables(o.dynamicVariables ?? {});
     const human = o.direction === 'inbound' ? o.callerNumber : o.dialedNumber;
     const price = this.deps.pricePerMinuteMicros;
     const row = await insertSession(
       this.deps.sql,
-      {
-        id: newId('sess'),
-        team_id: agent.team_id,
-        agent_id: agent.id,
-        agent_name: agent.name,
+      this.newSession(agent, o.dynamicVariables ?? {}, {
         version_number: agent.version_number,
         config_hash: agent.config_hash!,
-        name: null,
         source: 'phone',
         direction: o.direction,
         transport: o.transport ?? 'websocket',
         expires_at: new Date(this.now() + o.expiresInMs),
         max_duration_seconds: config.conversation.max_duration_seconds,
         overrides: overrides as Record<string, string>,
-        dynamic_variables: plain,
-        secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
-        tool_events: true,
-        end_user_id: null,
         metadata: o.metadata ?? {},
         record_audio: config.conversation.record_audio,
         timezone: resolveTimezone({ agent: config.conversation.timezone, phone: o.phoneZone ?? null }),
-        client_timezone: null,
-        world_context: true,
-        price_per_minute_micros: price,
         // GAPS.md §4.3: on outbound calls `caller_number` is the person dialed.
         caller_number: human,
         dialed_number: o.direction === 'inbound' ? o.dialedNumber : o.callerNumber,
         token_hash: createHash('sha256').update(randomBytes(32)).digest('hex'),
-      },
+      }),
       { mode: 'hold', amountMicros: price },
     );
     if (!row) throw new ServiceError('payment_required', 'Out of API credit');
     return row;
+  }
+
+  /**
+   * A new session row of `agent` for any source (API, public, phone, preview): a fresh id, the
+   * agent's identity, the dynamic variables split with the secret ones sealed, the node's price,
+   * and the defaults the sources share; `fields` sets what the source decides.
+   */
+  private newSession(agent: { id: string; team_id: string; name: string }, variables: Record<string, VariableValue>, fields: Omit<NewSession, SessionDefaulted> & Partial<Pick<NewSession, SessionDefaulted>>): NewSession {
+    const { plain, secret } = splitSecretVariables(variables);
+    return {
+      id: newId('sess'),
+      team_id: agent.team_id,
+      agent_id: agent.id,
+      agent_name: agent.name,
+      name: null,
+      direction: 'inbound',
+      overrides: {},
+      dynamic_variables: plain,
+      secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
+      tool_events: true,
+      end_user_id: null,
+      metadata: {},
+      client_timezone: null,
+      world_context: true,
+      price_per_minute_micros: this.deps.pricePerMinuteMicros,
+      caller_number: null,
+      dialed_number: null,
+      ...fields,
+    };
   }
 
   /** The client IP's window first: a client over its own limit does not use up the agent's shared window. */
@@ -553,39 +562,24 @@ export class SessionService {
     if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
     const config = o.draft;
     const token = randomBytes(32).toString('base64url');
-    const { plain, secret } = splitSecretVariables(o.dynamicVariables ?? {});
     const price = this.deps.pricePerMinuteMicros;
-    const session = {
-      id: newId('sess'),
-      team_id: agent.team_id,
-      agent_id: agent.id,
-      agent_name: agent.name,
+    const session = this.newSession(agent, o.dynamicVariables ?? {}, {
       version_number: 0,
       config_hash: o.configHash,
-      name: null,
-      source: 'dashboard' as const,
-      direction: 'inbound' as const,
-      transport: this.deps.livekitUrl ? ('livekit' as const) : ('websocket' as const),
+      source: 'dashboard',
+      transport: this.deps.livekitUrl ? 'livekit' : 'websocket',
       expires_at: new Date(this.now() + SESSION_TOKEN_TTL_MS),
       max_duration_seconds: o.maxDurationSeconds,
-      overrides: {},
-      dynamic_variables: plain,
-      secret_variables: Object.keys(secret).length ? this.deps.box.seal(JSON.stringify(secret)) : null,
       tool_events: o.toolEvents ?? true,
-      end_user_id: null,
-      metadata: {},
       record_audio: false,
       timezone: resolveTimezone({ request: o.timezone, agent: config.conversation.timezone, client: o.clientTimezone }),
       client_timezone: o.clientTimezone ?? null,
       world_context: o.worldContext ?? true,
-      price_per_minute_micros: price,
-      caller_number: null,
-      dialed_number: null,
       token_hash: createHash('sha256').update(token).digest('hex'),
       preview: true,
       preview_config: config,
       preview_pinned: o.pinned ?? {},
-    };
+    });
     await this.gateway(session);
     const row = await insertSession(this.deps.sql, session, { mode: 'hold', amountMicros: price });
     if (!row) throw new ServiceError('payment_required', 'Out of API credit');
