@@ -4,6 +4,7 @@ import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts
 import type { TestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { sandboxNumber } from './helpers.ts';
+import { listCallTransfers } from '../../src/store/phone-calls.ts';
 
 export const PHONE_RATE = 8_000;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -108,6 +109,32 @@ export async function boundAgent(app: TestServer, config: Record<string, unknown
 }
 
 /** The session of a call, once the runtime wrote it (by caller number). */
+/** The human a transfer reaches (a sandbox line the tests answer). */
+export const TRANSFER_HUMAN = '+13125550199';
+
+/** An agent on a sandbox number (area 512) that may transfer to `TRANSFER_HUMAN` as `destination` says. */
+export function transferAgent(app: TestServer, destination: Record<string, unknown>, index: number) {
+  return boundAgent(app, {
+    prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
+    conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: TRANSFER_HUMAN, label: 'Sales', ...destination }] },
+  }, '512', index);
+}
+
+/** The human's line, open and ready to ring (closed when the test ends). */
+export async function humanLine(t: { teardown(fn: () => void): void }, app: TestServer): Promise<Phone> {
+  const human = await phone(app, { line: TRANSFER_HUMAN });
+  t.teardown(() => human.close());
+  await human.event('line.ready');
+  return human;
+}
+
+/** The session's recorded transfers, once there are any (they are written when the human leg ends). */
+export async function transfersOf(app: TestServer, sessionId: string) {
+  let transfers = await listCallTransfers(app.db.sql, sessionId);
+  for (let i = 0; i < 100 && !transfers.length; i++) transfers = (await sleep(50), await listCallTransfers(app.db.sql, sessionId));
+  return transfers;
+}
+
 export async function sessionOf(app: TestServer, callerNumber: string): Promise<Record<string, any>> {
   const r = await app.req('GET', `/v1/agent/sessions?caller_number=${encodeURIComponent(callerNumber)}&status=pending,active,completed,failed`);
   if (r.status !== 200 || !r.body.sessions.length) throw new Error(`no session for ${callerNumber}: ${r.status} ${r.text}`);

@@ -2,19 +2,15 @@ import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { ledgerOf, sandboxOf } from './helpers.ts';
 import { listCallTransfers } from '../../src/store/phone-calls.ts';
-import { boundAgent, connected, keepAlive, phone, sessionOf, sleep } from './calls-helpers.ts';
+import { connected, humanLine, keepAlive, sessionOf, sleep, TRANSFER_HUMAN, transferAgent, transfersOf } from './calls-helpers.ts';
 
 // Transfer minutes have their own price (PARLEY_TRANSFER_PRICE_PER_MINUTE): 0.25 here.
 const TRANSFER_PRICE = 250_000n;
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' }, config: { phoneCalls: { transferPricePerMinuteMicros: TRANSFER_PRICE } } });
 t.teardown(() => app.close());
 
-const HUMAN = '+13125550199';
-const agent = (destination: Record<string, unknown>, index: number) =>
-  boundAgent(app, {
-    prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
-    conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
-  }, '512', index);
+const HUMAN = TRANSFER_HUMAN;
+const agent = (destination: Record<string, unknown>, index: number) => transferAgent(app, destination, index);
 
 t.test('transfer_call is offered on phone sessions with a destination, never listed in tools', async (t) => {
   const { agentId } = await agent({}, 1);
@@ -28,9 +24,7 @@ t.test('transfer_call is offered on phone sessions with a destination, never lis
 
 t.test('cold transfer: the agent announces, the carrier hands off to the human, the session ends', async (t) => {
   const { number } = await agent({ mode: 'cold' }, 2);
-  const human = await phone(app, { line: HUMAN });
-  t.teardown(() => human.close());
-  await human.event('line.ready');
+  const human = await humanLine(t, app);
   const caller = await connected(app, number, '+16505550201');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call to sales.');
@@ -59,8 +53,7 @@ t.test('cold transfer: the agent announces, the carrier hands off to the human, 
   await human.event('call.ended');
   human.close();
   // GAPS.md §6.3: transfer minutes are billed separately: from the handoff to the end of the human leg.
-  let transfers = await listCallTransfers(app.db.sql, s.session_id);
-  for (let i = 0; i < 100 && !transfers.length; i++) transfers = (await sleep(50), await listCallTransfers(app.db.sql, s.session_id));
+  const transfers = await transfersOf(app, s.session_id);
   t.equal(transfers.length, 1, 'one transfer recorded');
   t.match(transfers[0], { mode: 'cold', destination: HUMAN, minutes: 1, price_per_minute_micros: TRANSFER_PRICE, cost_micros: TRANSFER_PRICE });
   t.ok(transfers[0]!.ended_at! > transfers[0]!.started_at, 'from the handoff to the end of the human leg');

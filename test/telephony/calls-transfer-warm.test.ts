@@ -1,23 +1,16 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
-import { boundAgent, connected, keepAlive, phone, sessionOf, sleep } from './calls-helpers.ts';
-import { listCallTransfers } from '../../src/store/phone-calls.ts';
+import { connected, humanLine, keepAlive, sessionOf, sleep, TRANSFER_HUMAN, transferAgent, transfersOf } from './calls-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
 t.teardown(() => app.close());
 
-const HUMAN = '+13125550199';
-const agent = (destination: Record<string, unknown>, index: number) =>
-  boundAgent(app, {
-    prompt: { first_message_mode: 'fixed', first_message: 'Hello.' },
-    conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', ...destination }] },
-  }, '512', index);
+const HUMAN = TRANSFER_HUMAN;
+const agent = (destination: Record<string, unknown>, index: number) => transferAgent(app, destination, index);
 
 t.test('warm transfer, confirm: hold, the human is briefed and says yes, the call is merged', async (t) => {
   const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 4);
-  const human = await phone(app, { line: HUMAN });
-  t.teardown(() => human.close());
-  await human.event('line.ready');
+  const human = await humanLine(t, app);
   const caller = await connected(app, number, '+16505550203');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call, briefing is The caller wants a refund.');
@@ -29,9 +22,9 @@ t.test('warm transfer, confirm: hold, the human is briefed and says yes, the cal
   t.equal(ring.from, number, 'the consult leg shows the dialed number');
   human.send({ type: 'answer' });
   await human.event('call.started');
-  const humanLine = keepAlive(human);
+  const humanAlive = keepAlive(human);
   await human.waitFor(() => human.heard() === 'The caller wants a refundSay yes to take the call, or no to decline.', 20_000, 'the briefing');
-  await humanLine();
+  await humanAlive();
   t.pass('the human heard the third-person briefing and the question');
   t.notOk(caller.heard().includes('refund'), 'the caller did not hear the briefing');
   human.resetAudio();
@@ -55,25 +48,22 @@ t.test('warm transfer, confirm: hold, the human is briefed and says yes, the cal
   caller.send({ type: 'hangup' });
   await human.event('call.ended');
   human.close();
-  let transfers = await listCallTransfers(app.db.sql, s.session_id);
-  for (let i = 0; i < 100 && !transfers.length; i++) transfers = (await sleep(50), await listCallTransfers(app.db.sql, s.session_id));
+  const transfers = await transfersOf(app, s.session_id);
   t.match(transfers, [{ mode: 'warm', destination: HUMAN, minutes: 1, price_per_minute_micros: 100_000n, cost_micros: 100_000n }], 'the merged call is billed as transfer minutes (default price 0.10)');
 });
 
 t.test('warm transfer, confirm: the human declines, the caller comes back from hold', async (t) => {
   const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 5);
-  const human = await phone(app, { line: HUMAN });
-  t.teardown(() => human.close());
-  await human.event('line.ready');
+  const human = await humanLine(t, app);
   const caller = await connected(app, number, '+16505550204');
   t.teardown(() => caller.close());
   await caller.speak('Please transfer call.');
   const stop = keepAlive(caller);
   await human.event('call.ringing', 20_000);
   human.send({ type: 'answer' });
-  const humanLine = keepAlive(human);
+  const humanAlive = keepAlive(human);
   await human.waitFor(() => human.heard().endsWith('Say yes to take the call, or no to decline.'), 20_000, 'the briefing');
-  await humanLine();
+  await humanAlive();
   t.match(human.heard(), /^I have a caller from \+16505550204 on the line who asked to be transferred to you\./, 'the default briefing');
   caller.resetAudio();
   await human.speak('No, I am busy.');
@@ -92,9 +82,7 @@ t.test('warm transfer, confirm: the human declines, the caller comes back from h
 
 t.test('warm transfer, direct: a declined consult call brings the caller back; answered, merged right after the briefing', async (t) => {
   const { number } = await agent({ mode: 'warm', warm_connect: 'direct' }, 6);
-  const human = await phone(app, { line: HUMAN });
-  t.teardown(() => human.close());
-  await human.event('line.ready');
+  const human = await humanLine(t, app);
   // First attempt: the human rejects the consult call.
   const caller = await connected(app, number, '+16505550205');
   t.teardown(() => caller.close());
@@ -111,9 +99,9 @@ t.test('warm transfer, direct: a declined consult call brings the caller back; a
   const stop2 = keepAlive(caller);
   await human.event('call.ringing', 20_000, 2);
   human.send({ type: 'answer' });
-  const humanLine = keepAlive(human);
+  const humanAlive = keepAlive(human);
   await caller.event('call.transferred', 20_000);
-  await humanLine();
+  await humanAlive();
   t.match(human.heard(), /^I have a caller from \+16505550205 on the line who asked to be transferred to you\.$/, 'briefed, then merged without a question');
   await stop2();
   await sleep(2500);
