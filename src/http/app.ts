@@ -60,6 +60,22 @@ export function readQuery(req: uws.HttpRequest): string {
   }
 }
 
+/** The WebSocket handshake fields of an upgrade request (copy them before the upgrade callback returns). */
+export interface Handshake {
+  key: string;
+  protocol: string;
+  extensions: string;
+}
+
+export function readHandshake(req: uws.HttpRequest): Handshake {
+  return { key: req.getHeader('sec-websocket-key'), protocol: req.getHeader('sec-websocket-protocol'), extensions: req.getHeader('sec-websocket-extensions') };
+}
+
+/** Completes an upgrade with the connection's `data`, corked; `protocol` answers one chosen subprotocol. */
+export function acceptUpgrade<T>(res: uws.HttpResponse, hs: Handshake, data: T, context: uws.us_socket_context_t, protocol = hs.protocol): void {
+  res.cork(() => res.upgrade<T>(data, hs.key, protocol, hs.extensions, context));
+}
+
 /**
  * Every header of a request (HTTP or WebSocket upgrade), lower-case names. On the fallback
  * binding, which has no `forEach`, only the headers the platform reads by name.

@@ -23,7 +23,7 @@ import { runSynthesis } from '../../actors/synthesis.ts';
 import type { AudioEncoder } from '../audio/index.ts';
 import { pcmBytesToInt16 } from '../audio/index.ts';
 import { ServiceError, toServiceError } from '../errors.ts';
-import { bearerToken, requestIdFrom, type HttpApp } from '../http/app.ts';
+import { acceptUpgrade, bearerToken, readHandshake, requestIdFrom, type HttpApp } from '../http/app.ts';
 import type { SynthesisSession } from '../inference/index.ts';
 import { countChars } from './request.ts';
 import { recordUsage } from './usage.ts';
@@ -243,9 +243,7 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
       const model = req.getHeader('model') || undefined;
       const traceparent = req.getHeader('traceparent') || undefined;
       const incomingId = req.getHeader('x-request-id');
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
+      const hs = readHandshake(req);
       const requestId = requestIdFrom(incomingId);
       const refuse = (status: string, body: string | null, headers: Record<string, string> = {}) =>
         res.cork(() => {
@@ -263,7 +261,7 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
         if (aborted) return;
         const slot = await tts.deps.concurrency?.acquire(principal.teamId);
         if (aborted) return slot?.release();
-        res.cork(() => res.upgrade<UserData>({ teamId: principal.teamId, model, traceparent, requestId, slot }, key, protocol, extensions, context));
+        acceptUpgrade<UserData>(res, hs, { teamId: principal.teamId, model, traceparent, requestId, slot }, context);
       })().catch((err) => {
         if (aborted) return;
         const e = toServiceError(err);

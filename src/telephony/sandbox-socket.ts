@@ -10,7 +10,7 @@
  * with 4401, a bad query with 4400.
  */
 import type uws from 'uWebSockets.js';
-import { readQuery, type HttpApp } from '../http/app.ts';
+import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Principal } from '../http/router.ts';
 import type { Logger } from '../log.ts';
 import type { PhoneCommand, PhoneSocket, SandboxCalls, SandboxPhone } from './sandbox-calls.ts';
@@ -39,10 +39,8 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       res.onAborted(() => {});
       const q = new URLSearchParams(readQuery(req));
       const data: UserData = { auth: req.getHeader('authorization'), dial: q.get('dial') ?? '', from: q.get('from') ?? '', line: q.get('line') ?? '', closed: false };
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
-      res.cork(() => res.upgrade<UserData>(data, key, protocol, extensions, context));
+      const hs = readHandshake(req);
+      acceptUpgrade<UserData>(res, hs, data, context);
     },
     open: (ws) => {
       const d = ws.getUserData();

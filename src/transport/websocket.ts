@@ -13,7 +13,7 @@
 import type uws from 'uWebSockets.js';
 import type { ClientEvent } from '../../actors/session.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
-import { readQuery, type HttpApp } from '../http/app.ts';
+import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../agent/runtime.ts';
 
@@ -87,11 +87,9 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       // Copy everything out of `req` now: it is invalid after this callback returns. The
       // token is checked after the upgrade so that refusals reach the client as close codes.
       const q = new URLSearchParams(readQuery(req));
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
+      const hs = readHandshake(req);
       const data: UserData = { token: q.get('token') ?? '', sessionId: q.get('session_id') ?? '', resume: q.get('resume') ?? '', closed: false, inBytes: 0, inStart: 0 };
-      res.cork(() => res.upgrade<UserData>(data, key, protocol, extensions, context));
+      acceptUpgrade<UserData>(res, hs, data, context);
     },
     open: (ws) => {
       const d = ws.getUserData();

@@ -9,7 +9,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type uws from 'uWebSockets.js';
-import { readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
+import { acceptUpgrade, readHandshake, readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { toElevenLabsError } from './errors.ts';
 
@@ -128,14 +128,12 @@ export function mountJsonSocket<S>(
       const query = new URLSearchParams(readQuery(req));
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(safeDecode(req.getParameter(i) ?? ''));
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
+      const hs = readHandshake(req);
       const requestId = requestIdFrom(headers['x-request-id']);
       o.accept({ headers, query, params, requestId }).then(
         (state) => {
           if (aborted) return;
-          res.cork(() => res.upgrade<UserData<S>>({ state, requestId }, key, protocol, extensions, context));
+          acceptUpgrade<UserData<S>>(res, hs, { state, requestId }, context);
         },
         (err) => {
           if (aborted) return;

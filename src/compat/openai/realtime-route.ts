@@ -9,7 +9,7 @@
  */
 import type uws from 'uWebSockets.js';
 import { ServiceError } from '../../errors.ts';
-import { bearerToken, readHeaders, readQuery, requestIdFrom, type Authenticate, type HttpApp } from '../../http/app.ts';
+import { acceptUpgrade, bearerToken, readHandshake, readHeaders, readQuery, requestIdFrom, type Authenticate, type HttpApp } from '../../http/app.ts';
 import { SPEECH_AUTH_MESSAGES } from '../../speech/tts.ts';
 import { fromProvider, openaiEnvelope } from '../errors.ts';
 import { resolveModel } from './models.ts';
@@ -63,11 +63,9 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       // Copy everything out of `req` now: it is invalid after this callback returns.
       const query = new URLSearchParams(readQuery(req));
       const headers = readHeaders(req);
-      const key = req.getHeader('sec-websocket-key');
-      const offered = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
+      const hs = readHandshake(req);
       // Answer with one offered subprotocol (never the whole list); prefer `realtime`.
-      const protocols = offered.split(',').map((p) => p.trim()).filter(Boolean);
+      const protocols = hs.protocol.split(',').map((p) => p.trim()).filter(Boolean);
       const protocol = protocols.includes('realtime') ? 'realtime' : (protocols[0] ?? '');
       const requestId = requestIdFrom(headers['x-request-id']);
       const refuse = (err: unknown) => {
@@ -100,7 +98,7 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       fromProvider(() => deps.authenticate(token, SPEECH_AUTH_MESSAGES)).then(
         (principal) => {
           if (aborted) return;
-          res.cork(() => res.upgrade<UserData>({ ...data, teamId: principal.teamId }, key, protocol, extensions, context));
+          acceptUpgrade<UserData>(res, hs, { ...data, teamId: principal.teamId }, context, protocol);
         },
         refuse,
       );
