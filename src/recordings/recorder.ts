@@ -63,9 +63,10 @@ export interface SessionRecorder {
 export const trackKey = (sessionId: string, role: TrackRole) => `${sessionId}/${role}.wav`;
 
 /**
- * One speaker's WAV file, written as audio arrives. Silence is never written: a gap leaves a
- * hole in the file (positional writes past the end), which reads back as zeros, so a track of a
- * speaker who is mostly quiet (the agent listening) costs writes only for what was said.
+ * One speaker's WAV file, written as audio arrives. Silence longer than what is left of the
+ * pending chunk is never written: it leaves a hole in the file (positional writes past the end),
+ * which reads back as zeros, so a track of a speaker who is mostly quiet (the agent listening)
+ * costs writes only for what was said. A shorter gap is zeros inside the pending chunk.
  */
 export class Track {
   private fh: Promise<FileHandle>;
@@ -95,9 +96,19 @@ export class Track {
     const due = Math.floor(((now - this.startedAt) * BYTES_PER_MS) / 2) * 2;
     const gap = due - this.bytes;
     if (gap > GAP_TOLERANCE_MS * BYTES_PER_MS) {
-      // Silence: what is pending goes out now and the gap stays a hole in the file.
-      this.flush();
-      this.bytes += gap;
+      if (this.pending && gap <= WRITE_CHUNK_BYTES - this.pendingBytes) {
+        // A short gap (frames that arrived late, a pause between words) inside the pending
+        // chunk: zeros in the chunk, not a write of their own. Late frames are the common case
+        // under load; flushing at each one wrote a small chunk per late frame.
+        this.pending.fill(0, this.pendingBytes, this.pendingBytes + gap);
+        this.pendingBytes += gap;
+        this.bytes += gap;
+        if (this.pendingBytes === WRITE_CHUNK_BYTES) this.flush();
+      } else {
+        // Silence: what is pending goes out now and the gap stays a hole in the file.
+        this.flush();
+        this.bytes += gap;
+      }
     }
     this.place(pcm); // copied: the caller's buffer may be reused
   }

@@ -66,6 +66,30 @@ t.test('a reused chunk buffer never leaks an earlier track\'s audio into silence
   t.ok(pcm.subarray(2100 * BYTES_PER_MS).every((b) => b === 2));
 });
 
+t.test('gaps inside a chunk (late frames, short pauses) read back as silence from a reused buffer', async (t) => {
+  const loud = new Track(join(dir, 's6', 'user.wav'), 0);
+  for (let i = 0; i < 300; i++) loud.push(tone(20, 0xee), i * 20);
+  await loud.close();
+  // 100 ms frames, each arriving 80–300 ms after the previous one ended: every gap is longer
+  // than the 60 ms jitter allowance and shorter than what is left of the chunk.
+  const track = new Track(join(dir, 's7', 'user.wav'), 0);
+  const gaps = [80, 300, 120, 200, 90];
+  const starts: number[] = [];
+  let at = 0;
+  for (const [i, g] of gaps.entries()) {
+    starts.push(at);
+    track.push(tone(100, i + 1), at);
+    at += 100 + g;
+  }
+  const bytes = await track.close();
+  t.equal(bytes, (starts.at(-1)! + 100) * BYTES_PER_MS, 'the last frame ends where it was heard');
+  const { pcm } = readTrack(track.path);
+  for (const [i, s] of starts.entries()) {
+    t.ok(pcm.subarray(s * BYTES_PER_MS, (s + 100) * BYTES_PER_MS).every((b) => b === i + 1), `frame ${i + 1} at ${s} ms`);
+    if (i < gaps.length - 1) t.ok(pcm.subarray((s + 100) * BYTES_PER_MS, starts[i + 1]! * BYTES_PER_MS).every((b) => b === 0), `the ${gaps[i]} ms after it is silence`);
+  }
+});
+
 t.test('a track that cannot be written fails on close instead of pretending', async (t) => {
   writeFileSync(join(dir, 'blocker'), 'a file where the session folder should be');
   const track = new Track(join(dir, 'blocker', 's5', 'agent.wav'), 0);
