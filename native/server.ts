@@ -11,6 +11,7 @@
 // When run as a program it prints one line `{"ready":true,"address":"host:port"}` on
 // stdout once it listens, and stops on SIGTERM/SIGINT.
 import * as grpc from '@grpc/grpc-js';
+import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { pino, type Logger } from 'pino';
 import { pathToFileURL } from 'node:url';
 import { inferenceServiceDefinition } from '../src/inference/grpc-service.ts';
@@ -52,6 +53,35 @@ export interface Backend {
   stats(): { activeCalls: number; segmentsSynthesized: number };
 }
 
+/**
+ * Receive window of each client connection, for all its streams together. HTTP/2 starts every
+ * connection at 64 KB and grpc-js's server has no option to change it. The platform streams every
+ * caller's audio over a few connections (~32 KB/s per session): at 64 KB per connection it waited
+ * for a window update every two seconds of one session's audio, and at 700 sessions recognition
+ * fell ~2.7 s behind the audio (bench/README.md). Per-stream windows stay at HTTP/2's default.
+ */
+export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
+
+/** Opens each new connection's receive window to `bytes` (see CONNECTION_WINDOW_BYTES). */
+function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger): void {
+  // grpc-js keeps its HTTP/2 servers in a private map; without it (a grpc-js change) connections
+  // keep the 64 KB window and the test of this setting fails.
+  const servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(servers instanceof Map)) {
+    log.warn('grpc-js has no http2Servers map: connection receive windows stay at 64 KB');
+    return;
+  }
+  for (const h2 of servers.keys() as Iterable<Http2Server>) {
+    h2.on('session', (session: ServerHttp2Session) => {
+      try {
+        session.setLocalWindowSize(bytes);
+      } catch (err) {
+        log.warn({ err }, 'could not widen a connection receive window');
+      }
+    });
+  }
+}
+
 function envNumber(name: string, fallback: number): number {
   const v = process.env[name];
   return v === undefined || v === '' || !Number.isFinite(Number(v)) ? fallback : Number(v);
@@ -66,6 +96,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   const engines: Record<string, SpeechEngine> = { espeak: createEspeakEngine({ workers: opts.espeakWorkers }), synthetic };
   // The speech engine and the recognizer load before the server says it is ready.
   await Promise.all([engines[speechName].warm?.(), synthetic.warm?.()]);
+  const log = opts.logger ?? pino({ level: 'silent' });
   const { handlers, stats } = createService({
     speech: engines[speechName],
     engines,
@@ -77,7 +108,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     chunkMs: opts.chunkMs ?? envNumber('PARLEY_CHUNK_MS', 100),
     maxConcurrentCalls: opts.maxConcurrentCalls ?? envNumber('PARLEY_MAX_CALLS', 4096),
     onCall: opts.onCall,
-    logger: opts.logger ?? pino({ level: 'silent' }),
+    logger: log,
   });
   const server = new grpc.Server({
     'grpc.max_receive_message_length': LIMITS.maxMessageBytes,
@@ -90,6 +121,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
+  widenConnectionWindows(server, CONNECTION_WINDOW_BYTES, log);
   const host = address.slice(0, address.lastIndexOf(':'));
   let closed: Promise<void> | null = null;
   return {
