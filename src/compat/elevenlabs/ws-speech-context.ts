@@ -12,7 +12,8 @@
  *
  * Frames: `{audio}` per backend chunk with audio, plus `alignment` and `normalizedAlignment`
  * (identical; camelCase keys, milliseconds) with `sync_alignment=true` and characters to
- * report; after each generation a trailing alignment-only frame when characters remain
+ * report (with `sync_alignment=true` the first generation's frames are sent once its whole
+ * synthesis is done: the first audio of a turn follows its fully synthesized first chunk); after each generation a trailing alignment-only frame when characters remain
  * (trailing punctuation and whitespace). Milliseconds are absolute on the context's
  * timeline: generation two starts where generation one's audio ended.
  *
@@ -64,6 +65,8 @@ export class SpeechContext {
   private carry = '';
   private queued = 0;
   private generations = 0;
+  /** Whether the first generation (whose frames wait for its whole synthesis) has begun. */
+  private firstHeld = false;
   private offsetMs = 0;
   private chain: Promise<void> = Promise.resolve();
   private readonly encoderState: { encoder?: AudioEncoder } = {};
@@ -176,6 +179,11 @@ export class SpeechContext {
     let audioEndMs = 0;
     let pending: CharTiming[] = [];
     const sync = this.o.syncAlignment;
+    // With alignment on, the first audio of a turn (this context) arrives only after its first
+    // text chunk is fully synthesized (SPEC-speech.md, family C frames): the first generation's
+    // frames wait here until its synthesis ends, then go out in order.
+    const held: Record<string, unknown>[] | null = sync && !this.firstHeld ? [] : null;
+    if (held) this.firstHeld = true;
     this.synthesized += characters;
     tts.stats.active++;
     const { result } = runSynthesis<{ chunk: AudioChunk; bytes: Uint8Array }>(
@@ -192,10 +200,15 @@ export class SpeechContext {
           const frame: Record<string, unknown> = { audio: b64(bytes) };
           const a = alignmentOf(chars);
           if (a) Object.assign(frame, { alignment: a, normalizedAlignment: structuredClone(a) });
+          if (held) {
+            held.push(this.frame(frame));
+            return undefined;
+          }
           return this.o.send(this.frame(frame));
         },
         finish: async () => {
           if (!sync) return;
+          for (const f of held ?? []) await this.o.send(f);
           pending.push(...timeline.finish(startMs + audioEndMs));
           if (pending.length) await this.o.send(this.alignmentFrame(pending));
           pending = [];
