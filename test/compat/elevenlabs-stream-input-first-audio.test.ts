@@ -3,71 +3,10 @@
 // context (the turn of a stream-input socket, or one context of multi-stream-input) with a
 // backend stand-in whose audio chunks the test releases one at a time, so what the client has
 // been sent is read at each step, without timing.
-import { create } from '@bufbuild/protobuf';
 import t from 'tap';
-import { createEncoder } from '../../src/audio/index.ts';
 import { SpeechContext } from '../../src/compat/elevenlabs/ws-speech-context.ts';
-import { AlignmentSchema, AudioChunkSchema, AudioEncoding, SegmentSchema } from '../../src/gen/inference/v1/inference_pb.ts';
-import { join, type Prepared, type TtsService } from '../../src/speech/tts.ts';
-
-const CHUNK_SAMPLES = 1600; // 100 ms at 16 kHz
-
-/** Synthesis of each text in three 100 ms chunks, each released by the test. */
-function gatedSynthesis() {
-  let release: (() => void) | null = null;
-  let waiting: (() => void) | null = null;
-  const texts: string[] = [];
-  const tts = {
-    stats: { active: 0, chunksReceived: 0, audioBytesReceived: 0, done: 0, cancelled: 0, failed: 0 },
-    deps: { log: { error() {} } },
-    encoderFor: () => createEncoder({ format: 'pcm', sampleRateHz: 16000, inputSampleRateHz: 16000 }),
-    async *encoded(p: Prepared, _caller: unknown, _signal: AbortSignal, state: { encoder?: Awaited<ReturnType<typeof createEncoder>> }) {
-      const text = p.req.body.text as string;
-      texts.push(text);
-      for (let k = 0; k < 3; k++) {
-        await new Promise<void>((r) => {
-          release = r;
-          const w = waiting;
-          waiting = null;
-          w?.();
-        });
-        state.encoder ??= await createEncoder({ format: 'pcm', sampleRateHz: 16000, inputSampleRateHz: 16000 });
-        const pcm = new Int16Array(CHUNK_SAMPLES).fill(1000 + k);
-        const alignment = k === 0 ? create(AlignmentSchema, { segments: [create(SegmentSchema, { text: text.trim(), startMs: 0, endMs: 300 })] }) : undefined;
-        const chunk = create(AudioChunkSchema, { audio: new Uint8Array(pcm.buffer), sampleRateHz: 16000, encoding: AudioEncoding.PCM_S16LE, sequence: BigInt(k), offsetMs: k * 100, durationMs: 100, alignment });
-        yield { chunk, bytes: join(state.encoder.push(pcm)) };
-      }
-      await new Promise<void>((r) => {
-        // Parked after the last chunk was delivered, until the test ends the synthesis.
-        release = r;
-        const w = waiting;
-        waiting = null;
-        w?.();
-      });
-    },
-  };
-  return {
-    tts: tts as unknown as TtsService,
-    texts,
-    /** Resolves once the synthesis waits for the test to release its next chunk (everything before it was delivered). */
-    parked: () => new Promise<void>((r) => (release ? r() : (waiting = r))),
-    /** Lets the next chunk come, then waits until it was delivered and the synthesis is parked again. */
-    next: async () => {
-      const r = release!;
-      release = null;
-      await new Promise<void>((parked) => {
-        waiting = parked;
-        r();
-      });
-    },
-    /** Ends the synthesis (parked after its last chunk). */
-    end: () => {
-      const r = release!;
-      release = null;
-      r();
-    },
-  };
-}
+import type { Prepared } from '../../src/speech/tts.ts';
+import { gatedSynthesis } from '../fixtures/gated-synthesis.ts';
 
 async function until(what: string, pred: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
