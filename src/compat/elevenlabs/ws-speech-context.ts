@@ -13,8 +13,9 @@
  * Frames: `{audio}` per backend chunk with audio, plus `alignment` and `normalizedAlignment`
  * (identical; camelCase keys, milliseconds) with `sync_alignment=true` and characters to
  * report (with `sync_alignment=true` the first generation's frames are sent once its whole
- * synthesis is done: the first audio of a turn follows its fully synthesized first chunk); after each generation a trailing alignment-only frame when characters remain
- * (trailing punctuation and whitespace). Milliseconds are absolute on the context's
+ * synthesis is done: the first audio of a turn follows its fully synthesized first chunk);
+ * after each generation a trailing alignment-only frame when characters remain (trailing
+ * punctuation and whitespace). Milliseconds are absolute on the context's
  * timeline: generation two starts where generation one's audio ended.
  *
  * Whitespace-only text is not synthesized on its own: it is carried to the front of the next
