@@ -73,10 +73,9 @@ export class Track {
   private chain: Promise<void>;
   /** PCM bytes placed so far (audio and silence), written or pending. */
   bytes = 0;
-  /** Audio placed but not yet written, and where in the PCM it starts. */
+  /** Audio placed but not yet written: the last `pendingBytes` of `bytes`. */
   private pending: Uint8Array | null = null;
   private pendingBytes = 0;
-  private pendingAt = 0;
   error: unknown = null;
 
   constructor(
@@ -100,29 +99,27 @@ export class Track {
         // A short gap (frames that arrived late, a pause between words) inside the pending
         // chunk: zeros in the chunk, not a write of their own. Late frames are the common case
         // under load; flushing at each one wrote a small chunk per late frame.
-        this.pending.fill(0, this.pendingBytes, this.pendingBytes + gap);
-        this.pendingBytes += gap;
-        this.bytes += gap;
-        if (this.pendingBytes === WRITE_CHUNK_BYTES) this.flush();
+        this.place(null, gap);
       } else {
         // Silence: what is pending goes out now and the gap stays a hole in the file.
         this.flush();
         this.bytes += gap;
       }
     }
-    this.place(pcm); // copied: the caller's buffer may be reused
+    this.place(pcm, pcm.length); // copied: the caller's buffer may be reused
   }
 
-  /** Appends `pcm` to the pending chunk, writing the chunk out each time it fills. */
-  private place(pcm: Uint8Array): void {
+  /**
+   * Appends `pcm` (or `n` bytes of silence when null: zeros, the chunk buffers are reused) to
+   * the pending chunk, writing the chunk out each time it fills.
+   */
+  private place(pcm: Uint8Array | null, n: number): void {
     let off = 0;
-    while (off < pcm.length) {
-      if (!this.pending) {
-        this.pending = takeChunk();
-        this.pendingAt = this.bytes;
-      }
-      const k = Math.min(pcm.length - off, WRITE_CHUNK_BYTES - this.pendingBytes);
-      this.pending.set(k === pcm.length ? pcm : pcm.subarray(off, off + k), this.pendingBytes);
+    while (off < n) {
+      this.pending ??= takeChunk();
+      const k = Math.min(n - off, WRITE_CHUNK_BYTES - this.pendingBytes);
+      if (pcm) this.pending.set(k === pcm.length ? pcm : pcm.subarray(off, off + k), this.pendingBytes);
+      else this.pending.fill(0, this.pendingBytes, this.pendingBytes + k);
       this.pendingBytes += k;
       this.bytes += k;
       off += k;
@@ -135,7 +132,7 @@ export class Track {
     const p = this.pending;
     if (!p) return;
     const len = this.pendingBytes;
-    const at = WAV_HEADER_BYTES + this.pendingAt;
+    const at = WAV_HEADER_BYTES + this.bytes - len;
     this.pending = null;
     this.pendingBytes = 0;
     this.chain = this.chain
