@@ -150,7 +150,7 @@ export class AsrService {
     async function* texts(): AsyncGenerator<string> {
       for await (const r of s) if (r.event.case === 'partial') yield r.event.value;
     }
-    return { send: (pcm) => s.sendAudio(pcm), commit: () => s.commit(), end: () => s.end(), texts: texts() };
+    return { send: (pcm) => s.sendAudio(pcm), end: () => s.end(), texts: texts() };
   }
 }
 
@@ -158,8 +158,6 @@ export class AsrService {
 export interface InterimStream {
   /** Appends 16-bit mono PCM at the stream's rate (copied before it returns). */
   send(pcm: Uint8Array): void;
-  /** The audio so far is one finished segment: the next partial texts start after it. */
-  commit(): void;
   /** Ends the stream (no more audio). */
   end(): void;
   /** Each interim text of the current segment (the whole segment so far), as the recognizer has it. */
