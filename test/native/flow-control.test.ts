@@ -5,7 +5,7 @@ import http2 from 'node:http2';
 import t from 'tap';
 import { CONNECTION_WINDOW_BYTES, startBackend } from '../../native/server.ts';
 
-t.test('a client of the native backend may send 16 MB on a connection before a window update', async (t) => {
+t.test('a client of the native backend may send CONNECTION_WINDOW_BYTES on a connection before a window update', async (t) => {
   const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic' });
   const session = http2.connect(`http://${backend.address}`);
   t.teardown(async () => {
@@ -18,7 +18,6 @@ t.test('a client of the native backend may send 16 MB on a connection before a w
   });
   // The window update follows the server's SETTINGS frame: wait until the client has read it.
   for (let i = 0; i < 100 && (session.state.remoteWindowSize ?? 0) <= 65_535; i++) await new Promise((r) => setTimeout(r, 10));
-  t.equal(CONNECTION_WINDOW_BYTES, 16 * 1024 * 1024);
   t.equal(session.state.remoteWindowSize, CONNECTION_WINDOW_BYTES, 'the connection window the client sees');
   t.equal(session.remoteSettings.initialWindowSize, 65_535, 'each stream keeps HTTP/2\'s default window');
 });
