@@ -7,11 +7,7 @@ import t from 'tap';
 import { SpeechContext } from '../../src/compat/elevenlabs/ws-speech-context.ts';
 import type { Prepared } from '../../src/speech/tts.ts';
 import { gatedSynthesis } from '../fixtures/gated-synthesis.ts';
-
-async function until(what: string, pred: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!pred()) throw new Error(`never happened: ${what}`);
-}
+import { until } from '../speech/tts-helpers.ts';
 
 function context(sync: boolean) {
   const g = gatedSynthesis();
@@ -48,8 +44,7 @@ t.test('with alignment on, the first audio of a turn arrives only after its firs
   await g.next();
   t.equal(sent.length, 0, 'after the third: still nothing while the synthesis has not ended');
   g.end();
-  await until('the first frames', () => audio().length === 3);
-  t.equal(audio().length, 3, 'the whole first chunk is synthesized: its three audio frames go out');
+  t.ok(await until(() => audio().length === 3), 'the whole first chunk is synthesized: its three audio frames go out');
   t.same(audio().map((f) => Buffer.from(f.audio as string, 'base64').readInt16LE(0)), [1000, 1001, 1002], 'in order');
   t.ok(audio()[0]!.alignment, 'with their alignment');
 
@@ -60,9 +55,7 @@ t.test('with alignment on, the first audio of a turn arrives only after its firs
   await g.next();
   t.equal(audio().length, 4, 'a later chunk\'s first audio is sent before its synthesis ends');
   const finished = ctx.finish();
-  await g.next();
-  await g.next();
-  g.end();
+  await g.rest();
   t.equal(await finished, true);
   t.equal(audio().length, 6);
   t.same(g.texts, ['Hello there, friend. ', 'How are you today? ']);
@@ -77,9 +70,7 @@ t.test('without alignment, the first audio is sent as soon as its chunk is synth
   t.equal(audio().length, 1, 'after the first of three chunks: its audio is out');
   t.notOk('alignment' in audio()[0]!, 'audio only');
   const finished = ctx.finish();
-  await g.next();
-  await g.next();
-  g.end();
+  await g.rest();
   t.equal(await finished, true);
   t.equal(audio().length, 3);
 });
