@@ -43,7 +43,6 @@ export type SessionEvent =
   | ClientEvent
   | { type: 'session.end'; reason: string }
   | { type: 'stt.speech_started' }
-  | { type: 'stt.partial'; text: string }
   | { type: 'stt.committed'; text: string }
   | { type: 'stt.speech_ended'; atMs: number }
   | { type: 'stt.failed'; error: unknown }
@@ -65,8 +64,6 @@ interface Ctx {
   turnId: number;
   /** Committed text of the caller's current turn. */
   heard: string;
-  /** Latest partial of the utterance in progress. */
-  partial: string;
   userSpeaking: boolean;
   userSegment: number;
   reply: Reply | null;
@@ -430,6 +427,8 @@ export interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
+  /** The machine's context as it is now (set once the actor exists). */
+  context?: () => Ctx;
   /** The session's tool calls (created with the session; lazily, without background delivery, otherwise). */
   tools?: ToolCalls;
 }
@@ -478,7 +477,14 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
     return added.length ? [...ctx.history, ...added] : ctx.history;
   };
 
-  const userText = (ctx: Ctx) => (ctx.heard + (ctx.userSpeaking ? ctx.partial : '')).trim();
+  /**
+   * What the caller said in this turn: the committed text. A partial never decides anything
+   * (the turn is taken after the end of speech, from what was committed), so partials do not
+   * go through the machine: the listener shows them to the client with the segment and the
+   * committed text of the moment (one partial per recognizer update, the busiest event of a
+   * session, cost a machine transition each).
+   */
+  const userText = (ctx: Ctx) => ctx.heard.trim();
 
   return setup({
     types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan } },
@@ -491,7 +497,10 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
           for await (const ev of stt) {
             if (stopped) return;
             if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
-            else if (ev.type === 'partial') sendBack({ type: 'stt.partial', text: ev.text });
+            else if (ev.type === 'partial') {
+              const c = io.context!();
+              deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${c.userSegment}`, text: (c.heard + ev.text).trim(), final: false });
+            }
             else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
             else sendBack({ type: 'stt.speech_ended', atMs: ev.atMs });
           }
@@ -529,7 +538,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       hasAnnouncement: ({ context }) => context.announcements.length > 0,
     },
     actions: {
-      speechOn: assign({ userSpeaking: true, partial: '' }),
+      speechOn: assign({ userSpeaking: true }),
       speechOff: assign(({ context, event }) => {
         const now = deps.clock.now();
         const atMs = event.type === 'stt.speech_ended' ? event.atMs : null;
@@ -540,12 +549,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         // Both from this end of speech: a pause and a resumption before it measured an earlier one.
         return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs };
       }),
-      partial: assign(({ context, event }) => {
-        if (event.type !== 'stt.partial') return {};
-        deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${context.userSegment}`, text: (context.heard + event.text).trim(), final: false });
-        return { partial: event.text };
-      }),
-      committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text, partial: '' } : {})),
+      committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
       /** The caller's turn is taken: final transcript, history, record. */
       takeUserTurn: assign(({ context }) => {
         const text = userText(context);
@@ -556,7 +560,6 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
           history: [...context.history, { role: 'user' as const, content: text }],
           turnId,
           heard: '',
-          partial: '',
           userSegment: context.userSegment + 1,
           reply: { kind: 'generate' as const, audio: true },
           nudged: false,
@@ -613,7 +616,6 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       history: [],
       turnId: 0,
       heard: '',
-      partial: '',
       userSpeaking: false,
       userSegment: 1,
       reply: null,
@@ -648,7 +650,6 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
           'stt.failed': { target: 'ended', actions: ['interrupt', 'fail'] },
           'stt.speech_started': { actions: 'speechOn' },
           'stt.speech_ended': { actions: 'speechOff' },
-          'stt.partial': { actions: 'partial' },
           'stt.committed': { actions: 'committed' },
           'tool.background': { actions: 'queueAnnouncement' },
         },
@@ -748,12 +749,19 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
 
 /** Maps the machine's state to the agent state the client sees. */
 export function agentStateOf(value: unknown): AgentState {
-  const s = JSON.stringify(value);
-  if (s.includes('"initializing"') || s.includes('opening')) return 'initializing';
-  if (s.includes('speaking')) return 'speaking';
-  if (s.includes('thinking')) return 'thinking';
-  if (s.includes('listening')) return 'listening';
+  if (inState(value, 'initializing') || inState(value, 'opening')) return 'initializing';
+  if (inState(value, 'speaking')) return 'speaking';
+  if (inState(value, 'thinking')) return 'thinking';
+  if (inState(value, 'listening')) return 'listening';
   return 'idle';
+}
+
+/** Whether a state value (`'idle'`, `{ live: { listening: 'hearing' } }`, …) is in the state `name` at any depth. */
+function inState(value: unknown, name: string): boolean {
+  if (typeof value === 'string') return value === name;
+  if (!value || typeof value !== 'object') return false;
+  for (const k in value) if (k === name || inState((value as Record<string, unknown>)[k], name)) return true;
+  return false;
 }
 
 /**
@@ -778,6 +786,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   });
   const machine = createSessionMachine(deps, io);
   const actor = createActor(machine, { input: { plan }, clock: deps.clock });
+  io.context = () => actor.getSnapshot().context;
   let state: AgentState = 'initializing';
   let sentBytes = 0;
   let settle!: (e: SessionEnd) => void;

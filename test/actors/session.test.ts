@@ -92,6 +92,28 @@ t.test('a spoken turn: listening, eagerness wait, thinking, speaking, idle', asy
   await handle.ended;
 });
 
+t.test('interim user transcripts: each replaces the whole segment (committed text + partial), the next turn opens a new segment', async (t) => {
+  const { clock, rec, handle, fake } = await start({ decideMs: 100 });
+  const interims = () => rec.messages.flatMap((m) => (m.topic === 'lk.transcription' && m.role === 'user' && !m.final ? [`${m.segmentId}: ${m.text}`] : []));
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  fake.stt!.push({ type: 'partial', text: 'What' });
+  fake.stt!.push({ type: 'partial', text: 'What time' });
+  fake.stt!.push({ type: 'committed', text: 'What time is it? ' });
+  fake.stt!.push({ type: 'partial', text: 'In Paris' });
+  await clock.tick(10);
+  t.same(interims(), ['user-1: What', 'user-1: What time', 'user-1: What time is it? In Paris']);
+  t.equal(handle.state, 'listening', 'partials alone do not end the turn');
+  fake.stt!.push({ type: 'committed', text: 'In Paris.' });
+  fake.stt!.push({ type: 'speech_ended', atMs: 0 });
+  await clock.tick(2000);
+  t.same(rec.finals().slice(0, 1), ['user: What time is it? In Paris.'], 'the turn takes the committed text, not the last partial');
+  fake.say('Thanks');
+  await clock.tick(10);
+  t.same(interims().slice(3), ['user-2: Thanks'], 'a new segment for the next turn, without the last one\'s text');
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('turn latency parts: recognition from the last end of speech, the model up to its first whole sentence, the platform the rest', async (t) => {
   // The model's words: the first at once, the rest only when the test releases them.
   let release!: () => void;
