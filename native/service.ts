@@ -182,6 +182,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
 
     synthesizeStream(call) {
       observe('synthesizeStream', call.metadata);
+      // Headers at once: the client commits the call (grpc-js keeps every message written
+      // before the response headers for a transparent retry; caller audio would wait there
+      // until the first speech event).
+      call.sendMetadata(new grpc.Metadata());
       const ac = abortOn(call);
       let release = () => {};
       const write = writer(call, ac.signal);
@@ -306,6 +310,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
 
     transcribeStream(call) {
       observe('transcribeStream', call.metadata);
+      // Headers at once: the client commits the call (grpc-js keeps every message written
+      // before the response headers for a transparent retry; caller audio would wait there
+      // until the first speech event).
+      call.sendMetadata(new grpc.Metadata());
       const ac = abortOn(call);
       let release = () => {};
       let decoder: ReturnType<typeof createStreamRecognizer> | null = null;

@@ -168,6 +168,8 @@ interface Inbox {
 
 const noop = () => {};
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
+/** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
+export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 const cancelledError = () => fromGrpcError(Object.assign(new Error('Call cancelled'), { code: grpc.status.CANCELLED, details: 'Call cancelled', metadata: new grpc.Metadata() }));
 
 export class Backend {
@@ -214,6 +216,12 @@ export class Backend {
         // Transparent retries only (no retry policy): a call the backend refused or that never
         // left the client (e.g. sent as a connection closes) is started again by grpc-js.
         'grpc.enable_retries': 1,
+        // What grpc-js keeps of a call for that retry, until the backend's response headers
+        // commit the call (default 256 KB per call): a streaming call to a backend that sends
+        // its headers only with its first response (a recognizer, at the first speech) kept
+        // every audio frame until then. Past this much the call commits: a refusal comes
+        // before the first messages, so the retry still covers it.
+        'grpc.per_rpc_retry_buffer_size': RETRY_BUFFER_PER_CALL_BYTES,
         'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
       }),
       calls: 0,
