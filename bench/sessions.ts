@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--platform-first] [--no-recording] [--cpu-profile file] [--heap-profile file]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -15,7 +15,7 @@
  * eagerness, model and synthesis time as the backend took them) p50/p99, and session
  * creations per second.
  */
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
@@ -122,8 +122,17 @@ async function main() {
   // --platform-first: the backends and the simulated callers run at the lowest CPU priority
   // (nice 19), as a box that gives the platform the CPU first would. What the platform adds to
   // a turn is then its own cost, not its wait behind the load generators on the same cores.
-  const platformFirst = process.argv.includes('--platform-first');
-  const lowPriority = (pid: number | null | undefined) => { if (platformFirst && pid) os.setPriority(pid, 19); };
+  // --load-idle (Linux, with `chrt`): the backends and the callers run under SCHED_IDLE instead,
+  // every thread of them: they get a core only when the platform does not want it, and a
+  // platform thread that wakes takes the core from them at once (at nice 19 it may wait out
+  // their time slice). Closer to the platform on cores of its own; the load may then lag.
+  const loadIdle = process.argv.includes('--load-idle');
+  const platformFirst = loadIdle || process.argv.includes('--platform-first');
+  const lowPriority = (pid: number | null | undefined) => {
+    if (!platformFirst || !pid) return;
+    os.setPriority(pid, 19);
+    if (loadIdle) execFileSync('chrt', ['--all-tasks', '--idle', '--pid', '0', String(pid)]);
+  };
   for (const b of backends) lowPriority(b.status().pid);
   // One role per process: recognition on the first, synthesis on the second, the model on the last.
   const inferenceBackends = backendCount === 1 ? undefined : [
@@ -250,8 +259,9 @@ async function main() {
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}`,
     platform_first: platformFirst,
+    load_idle: loadIdle,
     backends: backendCount,
     store: platform.db.kind,
     state: platform.state.kind,
