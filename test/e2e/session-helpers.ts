@@ -1,4 +1,5 @@
 /** Helpers for end-to-end session tests: a caller that speaks synthetic audio and hears the agent. */
+import WebSocket from 'ws';
 import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts';
 import { start, type Conversation, type StartOptions, type Transcript } from '../../src/client/index.ts';
 import type { TestServer } from '../helpers/server.ts';
@@ -80,4 +81,28 @@ export async function connect(session: Record<string, unknown>, options: StartOp
 
 export async function agentWith(app: TestServer, config: Record<string, unknown>, extra: Partial<AgentSetup> = {}) {
   return makeAgent(app, { config, ...extra });
+}
+
+/** The session record once `until` holds (by default: the session ended); throws after ~5-10 s. */
+export async function sessionRecord(app: TestServer, id: string, until: (b: any) => boolean = (b) => b.status === 'completed' || b.status === 'failed') {
+  for (let i = 0; i < 200; i++) {
+    const r = await app.req('GET', `/v1/agent/sessions/${id}`);
+    if (until(r.body)) return r.body;
+    await sleep(50);
+  }
+  throw new Error('record did not settle');
+}
+
+/** A raw socket to the websocket transport: its JSON messages, its close, and the session's start on it. */
+export function rawSocket(url: string) {
+  const ws = new WebSocket(url);
+  const messages: any[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
+  ws.on('message', (data, isBinary) => { if (!isBinary) messages.push(JSON.parse(data.toString())); });
+  ws.on('error', () => {});
+  const started = async () => {
+    for (let i = 0; i < 300 && !messages.some((m) => m.type === 'session.started'); i++) await sleep(20);
+    return messages.find((m) => m.type === 'session.started');
+  };
+  return { ws, messages, closed, started };
 }

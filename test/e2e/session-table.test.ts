@@ -1,38 +1,17 @@
 // SPEC-agents.md, "Session (descriptive states)": the rows and conditions the other end-to-end
 // files do not already show (docs/spec-coverage.md, "Session state table", maps every row).
 import t from 'tap';
-import WebSocket from 'ws';
 import { TestClock } from '../../actors/clock.ts';
 import { RECONNECT_GRACE_MS, runtimes } from '../../src/agent/runtime.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { agentWith, connect, createSession, sleep } from './session-helpers.ts';
+import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep } from './session-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'fast' } });
 t.teardown(() => app.close());
 
-const record = async (id: string, until: (b: any) => boolean) => {
-  for (let i = 0; i < 200; i++) {
-    const r = await app.req('GET', `/v1/agent/sessions/${id}`);
-    if (until(r.body)) return r.body;
-    await sleep(50);
-  }
-  throw new Error('record did not settle');
-};
+const record = (id: string, until: (b: any) => boolean) => sessionRecord(app, id, until);
+const raw = rawSocket;
 const ended = (b: any) => b.status === 'completed' || b.status === 'failed';
-
-/** Opens a raw socket: its JSON messages, its close, and when the session started on it. */
-function raw(url: string) {
-  const ws = new WebSocket(url);
-  const messages: any[] = [];
-  const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-  ws.on('message', (data, isBinary) => { if (!isBinary) messages.push(JSON.parse(data.toString())); });
-  ws.on('error', () => {});
-  const started = async () => {
-    for (let i = 0; i < 300 && !messages.some((m) => m.type === 'session.started'); i++) await sleep(20);
-    return messages.find((m) => m.type === 'session.started');
-  };
-  return { ws, messages, closed, started };
-}
 
 t.test('token issued → connected only before expires_at: a token presented after it is refused (4401) and the session never starts', async (t) => {
   const agent = await agentWith(app, { prompt: { first_message_mode: 'off' } });

@@ -4,33 +4,13 @@ import { TestClock } from '../../actors/clock.ts';
 import { runtimes } from '../../src/agent/runtime.ts';
 import { start, ClientError } from '../../src/client/index.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { agentWith, connect, createSession, sleep } from './session-helpers.ts';
+import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep } from './session-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'fast' } });
 t.teardown(() => app.close());
 
-const record = async (id: string, until: (b: any) => boolean = (b) => b.status === 'completed' || b.status === 'failed') => {
-  for (let i = 0; i < 100; i++) {
-    const r = await app.req('GET', `/v1/agent/sessions/${id}`);
-    if (until(r.body)) return r.body;
-    await sleep(50);
-  }
-  throw new Error('record did not settle');
-};
-
-/** Opens a raw socket and collects its JSON messages. */
-function raw(url: string) {
-  const ws = new WebSocket(url);
-  const messages: any[] = [];
-  const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-  ws.on('message', (data, isBinary) => { if (!isBinary) messages.push(JSON.parse(data.toString())); });
-  ws.on('error', () => {});
-  const started = async () => {
-    for (let i = 0; i < 300 && !messages.some((m) => m.type === 'session.started'); i++) await sleep(20);
-    return messages.find((m) => m.type === 'session.started');
-  };
-  return { ws, messages, closed, started };
-}
+const record = (id: string) => sessionRecord(app, id);
+const raw = rawSocket;
 
 t.test('an unknown transport fails with unsupported_transport and never falls back', async (t) => {
   await t.rejects(start({ session_id: 's', transport: 'carrier-pigeon', token: 'x', websocket_url: 'ws://127.0.0.1:1/' }), { code: 'unsupported_transport' });
