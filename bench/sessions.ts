@@ -204,14 +204,17 @@ async function main() {
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
   const gcPauses: number[] = [];
-  const gcByKind: Record<string, { count: number; total_ms: number; max_ms: number }> = {};
+  const gcByKind: Record<string, { count: number; total_ms: number; max_ms: number; external_memory?: number }> = {};
   const GC_KINDS: Record<number, string> = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
   const gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       gcPauses.push(e.duration);
-      const kind = GC_KINDS[(e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+      const detail = (e as PerformanceEntry & { detail?: { kind?: number; flags?: number } }).detail;
+      const kind = GC_KINDS[detail?.kind ?? 0] ?? 'other';
       const k = (gcByKind[kind] ??= { count: 0, total_ms: 0, max_ms: 0 });
       k.count++;
+      // Collections V8 ran because array-buffer memory grew (bench/README.md, fourth pass).
+      if ((detail?.flags ?? 0) & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY) k.external_memory = (k.external_memory ?? 0) + 1;
       k.total_ms = round(k.total_ms + e.duration);
       k.max_ms = round(Math.max(k.max_ms, e.duration));
     }
