@@ -500,8 +500,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
             else if (ev.type === 'partial') {
               const c = io.context!();
               deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${c.userSegment}`, text: (c.heard + ev.text).trim(), final: false });
-            }
-            else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
+            } else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
             else sendBack({ type: 'stt.speech_ended', atMs: ev.atMs });
           }
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });

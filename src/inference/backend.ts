@@ -167,9 +167,9 @@ interface Inbox {
 }
 
 const noop = () => {};
-/** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
 /** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
+/** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
 const cancelledError = () => fromGrpcError(Object.assign(new Error('Call cancelled'), { code: grpc.status.CANCELLED, details: 'Call cancelled', metadata: new grpc.Metadata() }));
 
 export class Backend {
