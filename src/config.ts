@@ -35,6 +35,12 @@ export interface Config {
   publicRatePerIp: number;
   /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`); past it, creation answers 503. */
   maxSessions: number;
+  /**
+   * Inference calls in flight per backend address (`PARLEY_INFERENCE_MAX_CALLS`); more wait up
+   * to 2 s, then 503 `Inference backend busy`. Unset: `inferenceCallLimit` derives it from
+   * `maxSessions`.
+   */
+  inferenceMaxCalls?: number;
   /** Session price per started minute, in micro-units (`PARLEY_SESSION_PRICE_PER_MINUTE`, in currency units). */
   sessionPricePerMinuteMicros: bigint;
   /** host:port entries outbound requests may reach even though they are private (development, tests). */
@@ -50,6 +56,22 @@ export interface Config {
   phoneCalls?: { outboundEnabled?: boolean; dailyLimit?: number; concurrencyLimit?: number; ringTimeoutMs?: number; transferPricePerMinuteMicros?: bigint };
   otlpEndpoint?: string;
 }
+
+/**
+ * Inference calls one backend address may have in flight: `PARLEY_INFERENCE_MAX_CALLS`, or twice
+ * the node's live sessions (at least 1,000). Every live session holds a transcription stream for
+ * its whole length and a turn adds up to two calls (the model, synthesis): twice the sessions
+ * gives each its stream and half of them a turn at once. A fixed 1,000 left a node at its default
+ * 2,000 sessions unable to start a turn past ~1,000 live sessions on one backend.
+ */
+export function inferenceCallLimit(config: Pick<Config, 'maxSessions' | 'inferenceMaxCalls'>): number {
+  return config.inferenceMaxCalls ?? Math.max(1000, 2 * config.maxSessions);
+}
+
+const positiveInt = (name: string, n: number): number => {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${n}`);
+  return n;
+};
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const num = (name: string, def: number): number => {
@@ -87,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     publicRatePerAgent: num('PARLEY_PUBLIC_RATE_PER_AGENT', 60),
     publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
     maxSessions: num('PARLEY_MAX_SESSIONS', 2000),
+    inferenceMaxCalls: env.PARLEY_INFERENCE_MAX_CALLS ? positiveInt('PARLEY_INFERENCE_MAX_CALLS', num('PARLEY_INFERENCE_MAX_CALLS', 0)) : undefined,
     sessionPricePerMinuteMicros: BigInt(Math.round(num('PARLEY_SESSION_PRICE_PER_MINUTE', 0.1) * 1_000_000)),
     phoneNumberLimit: num('PARLEY_PHONE_NUMBER_LIMIT', 10),
     phoneNumberDailyPriceMicros: BigInt(Math.round(num('PARLEY_PHONE_NUMBER_DAILY_PRICE', 0.05) * 1_000_000)),

@@ -19,7 +19,7 @@ import { LivekitAgents, livekitSessionMinter } from './transport/livekit-agent.t
 import { livekitRoomEnsurer } from './transport/livekit.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
-import { loadConfig, type Config } from './config.ts';
+import { inferenceCallLimit, loadConfig, type Config } from './config.ts';
 import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets.ts';
 import { HttpApp, uwsBinding } from './http/app.ts';
 import { Health, mountOpsRoutes } from './http/ops-routes.ts';
@@ -143,7 +143,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         return st.running ? { status: 'ok', detail: `${nativeBackend!.address}, restarts ${st.restarts}` } : { status: 'down', detail: `restarting: ${lastExit}` };
       }, { requiredForReady: false });
     }
-    const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress, backends: config.inferenceBackends ?? '' });
+    const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress, backends: config.inferenceBackends ?? '', backend: { maxConcurrentCalls: inferenceCallLimit(config) } });
     cleanups.push(() => inference.close());
     health.register('inference', async () => {
       const all = await inference.health({ timeoutMs: 1500 });
