@@ -1,10 +1,9 @@
 // SPEC-agents.md, "Session (descriptive states)": the rows and conditions the other end-to-end
 // files do not already show (docs/spec-coverage.md, "Session state table", maps every row).
 import t from 'tap';
-import { TestClock } from '../../actors/clock.ts';
-import { RECONNECT_GRACE_MS, runtimes } from '../../src/agent/runtime.ts';
+import { RECONNECT_GRACE_MS } from '../../src/agent/runtime.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep } from './session-helpers.ts';
+import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep, useTestClock } from './session-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'fast' } });
 t.teardown(() => app.close());
@@ -37,11 +36,7 @@ t.test('connected → user disconnects: closing the socket normally ends the ses
 });
 
 t.test('connected → network drop: the session waits for the client; if it never comes back the session ends after the grace period (connection_lost)', async (t) => {
-  const runtime = runtimes.get(app.http)!;
-  const clock = new TestClock({ realtime: true });
-  const real = runtime.clock;
-  runtime.clock = clock;
-  t.teardown(() => { runtime.clock = real; clock.close(); });
+  const clock = useTestClock(t, app);
   const agent = await agentWith(app, { prompt: { first_message_mode: 'off' } });
   const session = await createSession(app, agent);
   const c = raw(`${session.websocket_url}?token=${session.token}`);

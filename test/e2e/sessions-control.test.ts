@@ -1,10 +1,9 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { TestClock } from '../../actors/clock.ts';
 import { runtimes } from '../../src/agent/runtime.ts';
 import { start, ClientError } from '../../src/client/index.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep } from './session-helpers.ts';
+import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep, useTestClock } from './session-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'fast' } });
 t.teardown(() => app.close());
@@ -50,10 +49,7 @@ t.test('hang_up_call ends the session', async (t) => {
 
 t.test('max_duration_seconds ends the session (test clock)', async (t) => {
   const runtime = runtimes.get(app.http)!;
-  const clock = new TestClock({ realtime: true });
-  const real = runtime.clock;
-  runtime.clock = clock;
-  t.teardown(() => { runtime.clock = real; clock.close(); });
+  const clock = useTestClock(t, app);
   const agent = await agentWith(app, { prompt: { first_message_mode: 'fixed', first_message: 'Hi.' }, conversation: { max_duration_seconds: 60 } });
   const session = await createSession(app, agent);
   t.equal(session.max_duration_seconds, 60);
