@@ -24,6 +24,25 @@ export class CallParty {
   protected live: LiveSession | null = null;
   /** The call left the platform (cold transfer, warm merge): ending the session must not hang it up. */
   handedOff = false;
+  /** A handoff asked of the carrier and not answered yet; resolves true once the call is handed off. */
+  protected handoff: Promise<boolean> | null = null;
+
+  /**
+   * Runs the carrier's handoff (REFER, bridge). The phone may leave the room before the carrier
+   * answers (LiveKit removes a transferred SIP participant as the REFER is accepted): a departure
+   * meanwhile waits for the answer, and only counts as the caller hanging up if the handoff failed.
+   */
+  async handingOff<T>(carrierCall: Promise<T>): Promise<T> {
+    const done = carrierCall.then(() => true, () => false);
+    this.handoff = done;
+    try {
+      const r = await carrierCall;
+      this.handedOff = true;
+      return r;
+    } finally {
+      if (this.handoff === done) this.handoff = null;
+    }
+  }
   /** The caller is on hold: its audio does not reach the agent. */
   inputMuted = false;
   agentState: AgentState = 'initializing';
@@ -100,7 +119,9 @@ export class RoomCall extends CallParty {
       attach: (l) => live.attach(tee(l)),
       detach: (l, how) => {
         // After a handoff the phone leaves the room: the transfer tool ends the session.
-        if (!this.handedOff) live.detach(tee(l), how);
+        if (this.handedOff) return;
+        if (this.handoff) void this.handoff.then((ok) => { if (!ok) live.detach(tee(l), how); });
+        else live.detach(tee(l), how);
       },
       clientToolResult: (r) => live.clientToolResult(r),
     };

@@ -213,7 +213,7 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
     await o.link.agentQuiet();
     if (!o.link.announced()) await say(o, o.link.leg, notice.cold, signal);
     try {
-      const handoff = await o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS }, signal);
+      const handoff = await o.link.handingOff(o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS }, signal));
       o.onHandoff?.({ mode: 'cold', destination: d.phone_number, at: new Date(), handoff });
     } catch (err) {
       const detail = err instanceof CarrierRefused ? err.detail : 'the carrier did not answer';
@@ -276,7 +276,7 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
         }
       }
       if (signal.aborted) throw new Error('session ended');
-      const handoff = await o.carrier.bridge(callId, consult.callId);
+      const handoff = await o.link.handingOff(o.carrier.bridge(callId, consult.callId));
       o.onHandoff?.({ mode: 'warm', destination: d.phone_number, at: new Date(), handoff });
     } catch (err) {
       listener?.stop();

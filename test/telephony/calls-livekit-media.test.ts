@@ -130,18 +130,21 @@ t.test('outbound through the outbound trunk: the SIP participant dials into the 
   t.equal((await session(id)).ended_reason, 'ended_by_api');
 });
 
-t.test('cold transfer on a livekit-sip call: SIP REFER of the phone participant, the session ends call_transferred', async (t) => {
+/** An outbound livekit-sip call to an agent with a cold transfer destination, asked to transfer; resolves once the REFER reached LiveKit. */
+async function coldTransferCall(t: { teardown(fn: () => unknown): void }, before?: (room: fakeRtc.Room, phone: ReturnType<fakeRtc.Room['join']>) => unknown) {
   const HUMAN = '+13125550199';
   const transferAgent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager', transfer_destinations: [{ phone_number: HUMAN, label: 'Sales', mode: 'cold' }] } } });
   fakeRtc.Room.instances = [];
   api.calls.length = 0;
+  t.teardown(() => { delete api.before.TransferSIPParticipant; delete api.replies.TransferSIPParticipant; });
   const [n] = await app.db.sql<{ id: string }[]>`select id from phone_numbers where phone_number = ${NUMBER}`;
   const r = await app.req('POST', '/v1/agent/phone-calls', { agent_id: transferAgent, phone_number_id: n!.id, to_number: '+13125554202' });
-  t.equal(r.status, 201);
+  if (r.status !== 201) throw new Error(`phone call: ${r.status} ${r.text}`);
   const id = r.body.session_id;
   await waitFor(() => fakeRtc.Room.instances.length > 0 && !!fakeRtc.Room.instances[0]!.joined, 'the agent joining');
   const room = fakeRtc.Room.instances[0]!;
   const phone = room.join(`caller-${id}`);
+  if (before) api.before.TransferSIPParticipant = () => before(room, phone);
   await waitFor(async () => (await session(id)).status === 'active', 'the session');
   const track = room.callerAudio(phone);
   const speech = encodeText('Please transfer call to sales.', { sampleRateHz: 48_000 }).pcm;
@@ -153,6 +156,11 @@ t.test('cold transfer on a livekit-sip call: SIP REFER of the phone participant,
     await sleep(100);
   }
   await waitFor(() => api.calls.some((c) => c.method === 'TransferSIPParticipant'), 'the SIP REFER', 20_000);
+  return { id, room, phone, HUMAN };
+}
+
+t.test('cold transfer on a livekit-sip call: SIP REFER of the phone participant, the session ends call_transferred', async (t) => {
+  const { id, room, phone, HUMAN } = await coldTransferCall(t);
   t.match(api.calls.find((c) => c.method === 'TransferSIPParticipant')!.body, { roomName: `parley-${id}`, participantIdentity: `caller-${id}`, transferTo: `tel:${HUMAN}` });
   room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON); // the phone leaves the room with the REFER
   await waitFor(async () => (await session(id)).status === 'completed', 'the end');
@@ -160,4 +168,30 @@ t.test('cold transfer on a livekit-sip call: SIP REFER of the phone participant,
   t.equal(s.ended_reason, 'call_transferred', 'the phone leaving after the handoff is not a hang-up');
   t.match(s.items.filter((i: any) => i.type === 'tool_result'), [{ tool_name: 'transfer_call', status: 'completed' }]);
   t.notOk(api.calls.some((c) => c.method === 'RemoveParticipant'), 'the transferred phone is not hung up');
+});
+
+t.test('cold transfer: the phone leaving the room before LiveKit answers the REFER is still a transfer', async (t) => {
+  // LiveKit removes the SIP participant as the REFER is accepted; its API answer may come after.
+  const { id } = await coldTransferCall(t, async (room, phone) => {
+    room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON);
+    await sleep(300);
+  });
+  await waitFor(async () => (await session(id)).status === 'completed', 'the end');
+  const s = await session(id);
+  t.equal(s.ended_reason, 'call_transferred');
+  t.match(s.items.filter((i: any) => i.type === 'tool_result'), [{ tool_name: 'transfer_call', status: 'completed' }]);
+  t.notOk(api.calls.some((c) => c.method === 'RemoveParticipant'), 'the transferred phone is not hung up');
+});
+
+t.test('cold transfer: the phone leaving while LiveKit refuses the REFER is the caller hanging up', async (t) => {
+  api.replies.TransferSIPParticipant = { status: 500, body: { code: 'internal', msg: 'REFER failed' } };
+  const { id } = await coldTransferCall(t, async (room, phone) => {
+    room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON);
+    await sleep(300);
+  });
+  await waitFor(async () => (await session(id)).status === 'completed', 'the end');
+  const s = await session(id);
+  t.equal(s.ended_reason, 'user_hangup');
+  const result = s.items.find((i: any) => i.type === 'tool_result' && i.tool_name === 'transfer_call');
+  t.ok(['failed', 'cancelled'].includes(result?.status), `the transfer did not complete (${result?.status}): the call ended while it failed`);
 });
