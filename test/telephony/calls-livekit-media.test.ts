@@ -170,14 +170,20 @@ t.test('cold transfer on a livekit-sip call: SIP REFER of the phone participant,
   t.notOk(api.calls.some((c) => c.method === 'RemoveParticipant'), 'the transferred phone is not hung up');
 });
 
+/** The phone leaves the room while LiveKit holds its answer to the REFER. */
+const leaveBeforeTheAnswer = async (room: fakeRtc.Room, phone: ReturnType<fakeRtc.Room['join']>) => {
+  room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON);
+  await sleep(300);
+};
+const ended = async (id: string) => {
+  await waitFor(async () => (await session(id)).status === 'completed', 'the end');
+  return session(id);
+};
+
 t.test('cold transfer: the phone leaving the room before LiveKit answers the REFER is still a transfer', async (t) => {
   // LiveKit removes the SIP participant as the REFER is accepted; its API answer may come after.
-  const { id } = await coldTransferCall(t, async (room, phone) => {
-    room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON);
-    await sleep(300);
-  });
-  await waitFor(async () => (await session(id)).status === 'completed', 'the end');
-  const s = await session(id);
+  const { id } = await coldTransferCall(t, leaveBeforeTheAnswer);
+  const s = await ended(id);
   t.equal(s.ended_reason, 'call_transferred');
   t.match(s.items.filter((i: any) => i.type === 'tool_result'), [{ tool_name: 'transfer_call', status: 'completed' }]);
   t.notOk(api.calls.some((c) => c.method === 'RemoveParticipant'), 'the transferred phone is not hung up');
@@ -185,12 +191,8 @@ t.test('cold transfer: the phone leaving the room before LiveKit answers the REF
 
 t.test('cold transfer: the phone leaving while LiveKit refuses the REFER is the caller hanging up', async (t) => {
   api.replies.TransferSIPParticipant = { status: 500, body: { code: 'internal', msg: 'REFER failed' } };
-  const { id } = await coldTransferCall(t, async (room, phone) => {
-    room.callerLeaves(phone, fakeRtc.DisconnectReason.UNKNOWN_REASON);
-    await sleep(300);
-  });
-  await waitFor(async () => (await session(id)).status === 'completed', 'the end');
-  const s = await session(id);
+  const { id } = await coldTransferCall(t, leaveBeforeTheAnswer);
+  const s = await ended(id);
   t.equal(s.ended_reason, 'user_hangup');
   const result = s.items.find((i: any) => i.type === 'tool_result' && i.tool_name === 'transfer_call');
   t.ok(['failed', 'cancelled'].includes(result?.status), `the transfer did not complete (${result?.status}): the call ended while it failed`);
