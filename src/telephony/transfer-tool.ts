@@ -220,7 +220,6 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
       o.log.warn({ err, mode: 'cold' }, 'transfer refused');
       return outcome(t0, 'failed', `The transfer to ${who} did not go through (${detail}). Apologize to the caller and keep helping them.`, detail);
     }
-    o.link.handedOff = true;
     endSoon();
     return outcome(t0, 'completed', `The call was transferred to ${who}.`, null, TRANSFERRED_REASON);
   }
@@ -286,7 +285,6 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
       if (signal.aborted) return outcome(t0, 'cancelled', 'The session ended during the transfer.', detail);
       return back(`The transfer to ${who} did not go through (${detail}).`, detail);
     }
-    o.link.handedOff = true;
     endSoon();
     return outcome(t0, 'completed', `The caller is now connected with ${who}.`, null, TRANSFERRED_REASON);
   }
