@@ -164,6 +164,13 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     };
   }
 
+  /**
+   * A streaming call's response headers, sent when it starts: they commit the call in the client
+   * (grpc-js keeps every message written before them for a transparent retry; a recognizer's
+   * first response is the first speech event, so caller audio would wait there until then).
+   */
+  const headersNow = (call: { sendMetadata(m: grpc.Metadata): void }) => call.sendMetadata(new grpc.Metadata());
+
   const handlers: InferenceServiceHandlers = {
     synthesize(call) {
       observe('synthesize', call.metadata, call.request);
@@ -182,10 +189,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
 
     synthesizeStream(call) {
       observe('synthesizeStream', call.metadata);
-      // Headers at once: the client commits the call (grpc-js keeps every message written
-      // before the response headers for a transparent retry; caller audio would wait there
-      // until the first speech event).
-      call.sendMetadata(new grpc.Metadata());
+      headersNow(call);
       const ac = abortOn(call);
       let release = () => {};
       const write = writer(call, ac.signal);
@@ -310,10 +314,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
 
     transcribeStream(call) {
       observe('transcribeStream', call.metadata);
-      // Headers at once: the client commits the call (grpc-js keeps every message written
-      // before the response headers for a transparent retry; caller audio would wait there
-      // until the first speech event).
-      call.sendMetadata(new grpc.Metadata());
+      headersNow(call);
       const ac = abortOn(call);
       let release = () => {};
       let decoder: ReturnType<typeof createStreamRecognizer> | null = null;
