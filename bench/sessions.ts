@@ -1,13 +1,15 @@
 /**
  * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--light-backend] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
  * fast pacing) runs as its own child process (`--backends 2|3`: recognition, synthesis and the
  * model split over that many backend processes through `INFERENCE_BACKENDS`), and the simulated callers run in a second
- * child, so this process's CPU time is the platform's alone. Each caller connects, streams
+ * child, so this process's CPU time is the platform's alone. `--light-backend` runs
+ * bench/light-backend.ts instead of the native backend: the same service and messages, with
+ * recognition and synthesis that cost the machine little (see that file). Each caller connects, streams
  * 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
  *
  * Prints one JSON object: sessions held, memory and CPU per session, turns, the platform-
@@ -15,7 +17,7 @@
  * eagerness, model and synthesis time as the backend took them) p50/p99, and session
  * creations per second.
  */
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync, fork, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
@@ -37,13 +39,16 @@ const arg = (name: string, def: number) => {
   return i > 0 ? Number(process.argv[i + 1]) : def;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** What every caller says, as synthetic speech at 16 kHz. */
+const QUESTION = 'What time is it?';
+const QUESTION_PCM = encodeText(QUESTION, { sampleRateHz: 16000 }).pcm;
 
 // ------------------------------------------------------------------------------------------
 // The caller child: connects `n` sessions and talks until told to stop.
 
 async function callers() {
   const { url, key, agent, n, seconds } = JSON.parse(process.env.BENCH_CALLERS!) as { url: string; key: string; agent: string; n: number; seconds: number };
-  const question = encodeText('What time is it?', { sampleRateHz: 16000 }).pcm;
+  const question = QUESTION_PCM;
   const frame = 1600; // 100 ms
   const silence = new Uint8Array(frame * 2);
   const sockets: { ws: WebSocket; speakAt: number; pos: number; bytesIn: number }[] = [];
@@ -117,7 +122,11 @@ async function main() {
   const creationSeconds = arg('creations-seconds', 5);
   const key = `pk_bench_${randomBytes(16).toString('hex')}`;
   const backendCount = Math.max(1, Math.min(3, arg('backends', 1)));
-  const backends = await Promise.all(Array.from({ length: backendCount }, () => spawnNativeBackend({ address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } })));
+  // --light-backend: bench/light-backend.ts (the same service, recognition by sound detection of
+  // the callers' known phrase, synthesis of each distinct text once) instead of the native
+  // backend, so the load takes little of the cores the platform is measured on.
+  const light = process.argv.includes('--light-backend');
+  const backends = await Promise.all(Array.from({ length: backendCount }, () => light ? spawnLightBackend(QUESTION, QUESTION_PCM.length / 16) : spawnNativeBackend({ address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } })));
   const backend = backends[0];
   // --platform-first: the backends and the simulated callers run at the lowest CPU priority
   // (nice 19), as a box that gives the platform the CPU first would. What the platform adds to
@@ -194,7 +203,9 @@ async function main() {
     await heapProfiler.post('HeapProfiler.startSampling', { samplingInterval: 64 * 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   }
   // CPU of the other processes on the same cores over the same window (Linux /proc; null elsewhere).
-  const others = { backends: backends.map((b) => b.status().pid), callers: [child.pid] };
+  // With several backends, each role's process too (recognition, synthesis, model).
+  const roles = backendCount === 1 ? {} : Object.fromEntries(['backend_recognition', 'backend_synthesis', 'backend_model'].slice(0, backendCount).map((r, i) => [r, [backends[i === 2 ? backendCount - 1 : i].status().pid]]));
+  const others = { backends: backends.map((b) => b.status().pid), callers: [child.pid], ...roles };
   // The platform's main thread alone (its event loop: what queues a turn when it is saturated).
   const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
   const main0 = procCpuSeconds([process.pid], mainThread);
@@ -262,7 +273,8 @@ async function main() {
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}`,
+    backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
     platform_first: platformFirst,
     load_idle: loadIdle,
     backends: backendCount,
@@ -295,6 +307,30 @@ async function main() {
   await platform.close();
   await Promise.all(backends.map((b) => b.stop()));
   process.exit(0);
+}
+
+/** bench/light-backend.ts as a child process, in the shape of spawnNativeBackend's handle. */
+async function spawnLightBackend(phrase: string, phraseMs: number) {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./light-backend.ts', import.meta.url))], {
+    env: { ...process.env, BENCH_PHRASE: phrase, BENCH_PHRASE_MS: String(phraseMs), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const address = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (!buf.includes('\n')) return;
+      const line = JSON.parse(buf.slice(0, buf.indexOf('\n'))) as { ready?: boolean; address?: string };
+      if (line.ready && line.address) resolve(line.address);
+      else reject(new Error('light backend failed to start'));
+    });
+    child.once('exit', (code) => reject(new Error(`light backend exited (${code})`)));
+  });
+  return {
+    address,
+    status: () => ({ pid: child.pid ?? null }),
+    stop: () => new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); }),
+  };
 }
 
 /** User + system CPU seconds of these processes (Linux `/proc/<pid>/stat`), null when unreadable. */

@@ -18,7 +18,7 @@ import { inferenceServiceDefinition } from '../src/inference/grpc-service.ts';
 import { createEspeakEngine } from './engines/espeak.ts';
 import { createSyntheticEngine } from './engines/synthetic-engine.ts';
 import type { SpeechEngine } from './engines/types.ts';
-import { createService, LIMITS, type CallInfo } from './service.ts';
+import { createService, LIMITS, type CallInfo, type StreamRecognizer } from './service.ts';
 import type { Pacing } from './speech.ts';
 
 export interface BackendOptions {
@@ -40,6 +40,13 @@ export interface BackendOptions {
   syntheticWorkers?: number;
   /** Observes every call's metadata (traceparent, x-request-id, x-team-id). */
   onCall?: (info: CallInfo) => void;
+  /**
+   * Engine substitutes, for load generators that must cost the machine little (bench/README.md,
+   * "a light backend"): wraps the engine behind the speech models, and replaces the realtime
+   * recognizer of TranscribeStream.
+   */
+  wrapSpeech?: (engine: SpeechEngine) => SpeechEngine;
+  streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   /** Logger (default: silent in-process; the program logs to stderr at LOG_LEVEL, default info). */
   logger?: Logger;
 }
@@ -98,9 +105,10 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   await Promise.all([engines[speechName].warm?.(), synthetic.warm?.()]);
   const log = opts.logger ?? pino({ level: 'silent' });
   const { handlers, stats } = createService({
-    speech: engines[speechName],
+    speech: opts.wrapSpeech ? opts.wrapSpeech(engines[speechName]) : engines[speechName],
     engines,
     recognize: (pcm, rate) => synthetic.recognize(pcm, rate),
+    streamRecognizer: opts.streamRecognizer,
     pacing: {
       timeToFirstAudioMs: opts.timeToFirstAudioMs ?? envNumber('PARLEY_SYNTHETIC_TTFA_MS', 0),
       mode: opts.pacing ?? (process.env.PARLEY_SYNTHETIC_PACING === 'realtime' ? 'realtime' : 'fast'),

@@ -41,6 +41,9 @@ export const TRANSCRIPTION_MODELS = ['transcribe-1'];
 export const CHAT_MODELS = ['scripted'];
 export const LIMITS = { maxTextChars: 20_000, maxAudioMs: 30 * 60_000, maxMessageBytes: 64 * 1024 * 1024 };
 
+/** A realtime recognizer: PCM pushed in pieces of any size, events out (see StreamDecoder). */
+export type StreamRecognizer = ReturnType<typeof createStreamRecognizer>;
+
 export interface ServiceOptions {
   /** The engine behind SPEECH_MODELS (PARLEY_SPEECH_ENGINE). */
   speech: SpeechEngine;
@@ -48,6 +51,8 @@ export interface ServiceOptions {
   engines: Record<string, SpeechEngine>;
   /** Whole-recording recognition (the synthetic engine's recognizer). */
   recognize: (pcm: Int16Array, sampleRateHz: number) => Promise<Recognized>;
+  /** The realtime recognizer of each TranscribeStream call (default: the synthetic engine's). */
+  streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   pacing: Pacing;
   /** Audio per chunk, in milliseconds. */
   chunkMs: number;
@@ -317,7 +322,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       headersNow(call);
       const ac = abortOn(call);
       let release = () => {};
-      let decoder: ReturnType<typeof createStreamRecognizer> | null = null;
+      let decoder: StreamRecognizer | null = null;
       let rateHz = 0;
       const write = writer(call, ac.signal);
       let chain = Promise.resolve();
@@ -354,7 +359,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             if (enc !== AudioEncoding.PCM_S16LE) throw invalid('config.input.encoding: TranscribeStream takes PCM_S16LE frames');
             rateHz = ev.value.input?.sampleRateHz ?? 0;
             if (rateHz < 8000 || rateHz > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000');
-            decoder = createStreamRecognizer(rateHz);
+            decoder = (o.streamRecognizer ?? createStreamRecognizer)(rateHz);
           } else if (!decoder) {
             throw invalid('config: the first message must be a config');
           } else if (ev.case === 'audio') {
