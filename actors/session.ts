@@ -572,8 +572,9 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       }),
       firstMessage: assign(({ context }) => {
         const fm = context.plan.firstMessage;
-        if (fm.mode === 'fixed') return { reply: { kind: 'say' as const, text: fm.text } };
-        if (fm.mode === 'prompt') return { reply: { kind: 'generate' as const, audio: true, instructions: fm.prompt } };
+        const endAfterTurn = context.plan.endAfterFirstMessage ?? null;
+        if (fm.mode === 'fixed') return { reply: { kind: 'say' as const, text: fm.text }, endAfterTurn };
+        if (fm.mode === 'prompt') return { reply: { kind: 'generate' as const, audio: true, instructions: fm.prompt }, endAfterTurn };
         return {};
       }),
       nudge: assign(({ context }) => ({ reply: { kind: 'say' as const, text: context.plan.reengage!.nudge }, nudged: true, speechEndedAt: null, recognitionMs: null })),

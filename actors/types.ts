@@ -120,6 +120,8 @@ export interface SessionPlan {
   context(now: number): string[];
   /** `off`: silent; `fixed`: spoken verbatim; `prompt`: generated from the instructions. Rendered. */
   firstMessage: { mode: 'off' } | { mode: 'fixed'; text: string } | { mode: 'prompt'; prompt: string };
+  /** Set: the session ends with this reason once the first message has been spoken (a voicemail left). */
+  endAfterFirstMessage?: string;
   language: string;
   voiceId: string;
   /** Wait after the caller stops before answering. */

@@ -29,7 +29,7 @@ import { CarrierRefused, type CallControl, type CallLeg, type Carriers, type Inb
 import { checkDestination, singleZoneOf } from '../telephony/destinations.ts';
 import { transferCallTool, TRANSFER_RING_TIMEOUT_MS } from '../telephony/transfer-tool.ts';
 import { signatureHeader, SIGNATURE_HEADER } from '../webhooks/sign.ts';
-import type { StoredDraft } from './config/index.ts';
+import { defaultOutbound, type Outbound, type StoredDraft } from './config/index.ts';
 import { ConnectRefused, inferenceBackend, type LiveSession, type SessionRuntime } from './runtime.ts';
 import { overridesSchema, sessionCreateBody, SESSION_CONTROL_CHANNEL, type SessionService } from './sessions.ts';
 import type { VariableValue } from './variables.ts';
@@ -354,16 +354,22 @@ export class PhoneCallService {
       throw err;
     }
     this.holdSlot(session.id, slot);
-    void this.dialOut(session, number, dest.number, calls);
+    void this.dialOut(session, number, dest.number, calls, agent.config?.conversation.outbound ?? null);
     return { session_id: session.id, status: 'queued' };
   }
 
-  /** Rings the destination; answered: the session starts; otherwise it ends unbilled with its dial status. */
-  private async dialOut(session: SessionRow, number: PhoneNumberRow, to: string, calls: CallControl): Promise<void> {
+  /**
+   * Rings the destination; answered: the session starts; otherwise it ends unbilled with its dial
+   * status. Answered by a machine (the carrier's detection says `voicemail`) with answering-machine
+   * detection on (`conversation.outbound`; null is on, hang up): hang up at once, unbilled
+   * (`ended_reason` `voicemail`), or leave the version's message (the session runs its one turn).
+   */
+  private async dialOut(session: SessionRow, number: PhoneNumberRow, to: string, calls: CallControl, outbound: Outbound | null): Promise<void> {
     const log = this.d.log.child({ sessionId: session.id });
     const ac = new AbortController();
     this.dialing.set(session.id, ac);
     let leg: CallLeg | null = null;
+    let voicemail = false;
     try {
       let status: string;
       let answeredBy: string | null = null;
@@ -390,6 +396,17 @@ export class PhoneCallService {
         this.callOver(session.id);
         return;
       }
+      const amd = outbound ?? defaultOutbound();
+      if (answeredBy === 'voicemail' && amd.amd_enabled) {
+        // An empty message leaves nothing to say: the same as hanging up.
+        if (amd.voicemail.action === 'hangup' || !amd.voicemail.message.trim()) {
+          await calls.hangUp(leg.callId);
+          await markSessionEnded(this.d.sql, session.id, { status: 'completed', reason: 'voicemail' });
+          this.callOver(session.id);
+          return;
+        }
+        voicemail = true;
+      }
     } catch (err) {
       log.error({ err }, 'outbound call failed');
       const answered = leg as CallLeg | null;
@@ -400,7 +417,7 @@ export class PhoneCallService {
     } finally {
       this.dialing.delete(session.id);
     }
-    await this.connect(session, leg, calls, () => this.callOver(session.id));
+    await this.connect(session, leg, calls, () => this.callOver(session.id), voicemail);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -413,7 +430,7 @@ export class PhoneCallService {
    * phone's participant is there. `over` runs once the call is over (the session ended, or it
    * never started).
    */
-  private async connect(session: SessionRow, leg: CallLeg, calls: CallControl, over: () => void = () => {}): Promise<void> {
+  private async connect(session: SessionRow, leg: CallLeg, calls: CallControl, over: () => void = () => {}, voicemail = false): Promise<void> {
     const log = this.d.log.child({ sessionId: session.id, callId: leg.callId });
     const failed = async (reason: string, status: 'failed' | 'completed' = 'failed') => {
       await calls.hangUp(leg.callId).catch(() => {});
@@ -436,7 +453,7 @@ export class PhoneCallService {
         start: async () => {
           const party = new RoomCall(leg);
           const tools = await this.toolsFor(session, party, calls, log);
-          const live = party.watch(started(await this.d.runtime.startCall(session.id, { tools })));
+          const live = party.watch(started(await this.d.runtime.startCall(session.id, { tools, voicemail })));
           // The session ending (agent hang-up, max duration, API) hangs the phone up.
           void live.handle.ended.then(() => calls.hangUp(leg.callId).catch((err) => log.warn({ err }, 'carrier hang-up failed')));
           return live;
@@ -452,7 +469,7 @@ export class PhoneCallService {
     const link = new CallLink(leg, calls, log);
     try {
       const tools = await this.toolsFor(session, link, calls, log);
-      const live = started(await this.d.runtime.startCall(session.id, { tools }));
+      const live = started(await this.d.runtime.startCall(session.id, { tools, voicemail }));
       link.attach(live);
     } catch (err) {
       if (!(err instanceof ConnectRefused)) log.error({ err }, 'phone session did not start');

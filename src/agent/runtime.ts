@@ -64,8 +64,16 @@ const FAREWELL: Record<string, string> = {
   ko: '자리를 비우신 것 같네요. 안녕히 계세요!',
 };
 
-/** Turns the session record and its pinned config into what the actor runs. */
-export function buildPlan(session: SessionRow, config: StoredDraft): SessionPlan {
+/** `ended_reason` of an outbound call that left its voicemail message on an answering machine. */
+export const VOICEMAIL_LEFT = 'voicemail_message_left';
+
+/**
+ * Turns the session record and its pinned config into what the actor runs. `voicemail`: the
+ * call reached an answering machine and the agent leaves the version's voicemail message
+ * (`conversation.outbound.voicemail`: literal, or generated from it as a prompt) as its only
+ * turn, uninterrupted, then hangs up (docs/telephony.md, "Answering machines").
+ */
+export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = false): SessionPlan {
   const o = session.overrides ?? {};
   const language = o.language ?? config.voice.speaking_language;
   const created = new Date(session.created_at);
@@ -82,6 +90,8 @@ export function buildPlan(session: SessionRow, config: StoredDraft): SessionPlan
   else if (p.first_message_mode === 'prompt') firstMessage = { mode: 'prompt', prompt: render(p.first_message_prompt) };
   else firstMessage = { mode: 'off' };
   if (firstMessage.mode === 'fixed' && !firstMessage.text.trim()) firstMessage = { mode: 'off' };
+  const vm = voicemail ? config.conversation.outbound?.voicemail : undefined;
+  if (vm) firstMessage = vm.action === 'leave_prompt_message' ? { mode: 'prompt', prompt: render(vm.message) } : { mode: 'fixed', text: render(vm.message) };
   const c = config.conversation;
   const halfIdle = Math.max(5_000, (c.hangup_after_seconds * 1000) / 2);
   const languageName = LANGUAGE_NAMES[language] ?? language;
@@ -94,10 +104,12 @@ export function buildPlan(session: SessionRow, config: StoredDraft): SessionPlan
       return lines;
     },
     firstMessage,
+    ...(vm ? { endAfterFirstMessage: VOICEMAIL_LEFT } : {}),
     language,
     voiceId: o.voice_id ?? config.voice.voice_id,
     decideMs: EAGERNESS_MS[c.eagerness] ?? EAGERNESS_MS.balanced,
-    interruptible: c.interruptible,
+    // An answering machine's greeting or beep must not cut the message short.
+    interruptible: vm ? false : c.interruptible,
     bargeInMs: BARGE_IN_MS[c.interruption_sensitivity] ?? BARGE_IN_MS.balanced,
     maxDurationMs: session.max_duration_seconds * 1000,
     hangUpTool: config.tools.system_tools.hang_up_call,
@@ -358,7 +370,7 @@ export class SessionRuntime {
    * as with `connect`: 4503 at the node's cap, 4404 when the session is not pending.
    * `tools` are offered to the model besides the plan's own (the phone's `transfer_call`).
    */
-  async startCall(sessionId: string, extra: { tools?: SessionTool[] } = {}): Promise<LiveSession> {
+  async startCall(sessionId: string, extra: { tools?: SessionTool[]; voicemail?: boolean } = {}): Promise<LiveSession> {
     const release = this.supervisor.reserve();
     if (!release) throw new ConnectRefused(4503, 'Session capacity reached on this node');
     try {
@@ -375,8 +387,8 @@ export class SessionRuntime {
     }
   }
 
-  private launch(session: SessionRow, config: StoredDraft, extra: { tools?: SessionTool[]; pinned?: unknown } = {}): LiveSession {
-    const plan = buildPlan(session, config);
+  private launch(session: SessionRow, config: StoredDraft, extra: { tools?: SessionTool[]; pinned?: unknown; voicemail?: boolean } = {}): LiveSession {
+    const plan = buildPlan(session, config, extra.voicemail);
     const log = this.o.log.child({ sessionId: session.id });
     const resume = randomBytes(24).toString('base64url');
     let link: ClientLink | null = null;

@@ -30,7 +30,8 @@ export interface PhoneSocket {
 }
 
 /** Events the phone sends (`type` of its JSON frames). */
-export type PhoneCommand = { type: 'answer' } | { type: 'reject' } | { type: 'hangup' } | { type: 'dtmf'; digits: string };
+/** `answer` with `as: 'voicemail'`: the line answers as an answering machine (what the carrier's detection reports). */
+export type PhoneCommand = { type: 'answer'; as?: 'voicemail' } | { type: 'reject' } | { type: 'hangup' } | { type: 'dtmf'; digits: string };
 
 /** Sandbox switches for call operations: the next `dial` / `transfer` fails with this detail. */
 export interface CallFailures {
@@ -58,7 +59,7 @@ export class SandboxPhone {
   /** The leg this phone is on with the platform, or the phone it is bridged with. */
   leg: SandboxLeg | null = null;
   peer: SandboxPhone | null = null;
-  ringing: { callId: string; settle(answer: boolean): void } | null = null;
+  ringing: { callId: string; settle(answer: boolean, by?: 'human' | 'voicemail'): void } | null = null;
   closed = false;
   /** Set while bridged by a handoff: called once when the bridged call ends. */
   onBridgeEnd: (() => void) | null = null;
@@ -73,7 +74,8 @@ export class SandboxPhone {
 
   /** A JSON command from the socket. */
   command(c: PhoneCommand): void {
-    if (c.type === 'answer' || c.type === 'reject') this.ringing?.settle(c.type === 'answer');
+    if (c.type === 'answer') this.ringing?.settle(true, c.as ?? 'human');
+    else if (c.type === 'reject') this.ringing?.settle(false);
     else if (c.type === 'hangup') this.hangUp();
     else if (c.type === 'dtmf') this.leg?.dtmf(c.digits);
   }
@@ -272,13 +274,13 @@ export class SandboxCalls implements CallControl {
   }
 
   /** Rings a free line of `to` (any free one) until it answers, declines or the time runs out. */
-  private ring(from: string, to: string, callId: string, ringTimeoutMs: number, signal?: AbortSignal): Promise<{ phone: SandboxPhone } | { status: 'busy' | 'no_answer' | 'failed' }> {
+  private ring(from: string, to: string, callId: string, ringTimeoutMs: number, signal?: AbortSignal): Promise<{ phone: SandboxPhone; by: 'human' | 'voicemail' } | { status: 'busy' | 'no_answer' | 'failed' }> {
     const lines = [...(this.lines.get(to) ?? [])].filter((p) => !p.closed);
     const free = lines.find((p) => !p.busy);
     if (lines.length && !free) return Promise.resolve({ status: 'busy' as const });
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | null = null;
-      const finish = (r: { phone: SandboxPhone } | { status: 'busy' | 'no_answer' | 'failed' }) => {
+      const finish = (r: { phone: SandboxPhone; by: 'human' | 'voicemail' } | { status: 'busy' | 'no_answer' | 'failed' }) => {
         if (timer) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         if (free) free.ringing = null;
@@ -298,8 +300,8 @@ export class SandboxCalls implements CallControl {
       if (!free) return; // nobody listens on that number: it rings out
       free.ringing = {
         callId,
-        settle: (answer) => {
-          if (answer) finish({ phone: free });
+        settle: (answer, by = 'human') => {
+          if (answer) finish({ phone: free, by });
           else {
             free.callEnded('declined', callId);
             finish({ status: 'busy' });
@@ -322,7 +324,7 @@ export class SandboxCalls implements CallControl {
     this.legs.set(callId, leg);
     void leg.ended.then(() => this.legs.delete(callId));
     r.phone.socket.json({ type: 'call.started', call_id: callId, direction: 'outbound', from: req.from, to: req.to, sample_rate_hz: CALL_SAMPLE_RATE_HZ, encoding: 'pcm_s16le' });
-    return { status: 'answered', leg, answeredBy: 'human' };
+    return { status: 'answered', leg, answeredBy: r.by };
   }
 
   async hold(callId: string, on: boolean): Promise<void> {

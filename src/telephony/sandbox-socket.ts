@@ -83,8 +83,9 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       }
       let c: PhoneCommand | null = null;
       try {
-        const m = JSON.parse(Buffer.from(message).toString('utf8')) as { type?: unknown; digits?: unknown };
-        if (m.type === 'answer' || m.type === 'reject' || m.type === 'hangup') c = { type: m.type };
+        const m = JSON.parse(Buffer.from(message).toString('utf8')) as { type?: unknown; digits?: unknown; as?: unknown };
+        if (m.type === 'answer') c = m.as === 'voicemail' ? { type: 'answer', as: 'voicemail' } : { type: 'answer' };
+        else if (m.type === 'reject' || m.type === 'hangup') c = { type: m.type };
         else if (m.type === 'dtmf' && typeof m.digits === 'string' && /^[0-9*#]{1,32}$/.test(m.digits)) c = { type: 'dtmf', digits: m.digits };
       } catch {
         c = null;

@@ -59,6 +59,16 @@ t.test('first_message_mode fixed: spoken verbatim, then idle', async (t) => {
   await handle.ended;
 });
 
+t.test('endAfterFirstMessage (a voicemail left): the session ends with that reason once the first message has played', async (t) => {
+  const { clock, rec, handle } = await start({ firstMessage: { mode: 'fixed', text: 'Please call us back.' }, endAfterFirstMessage: 'voicemail_message_left' });
+  await clock.tick(3000);
+  const end = await handle.ended;
+  t.equal(end.reason, 'voicemail_message_left');
+  t.equal(end.status, 'completed');
+  t.same(rec.finals(), ['agent: Please call us back.']);
+  t.ok(rec.audioMs > 0, 'the message played before the end');
+});
+
 t.test('first_message_mode prompt: generated from the instructions', async (t) => {
   const { clock, rec, handle, fake } = await start({ firstMessage: { mode: 'prompt', prompt: 'Greet the caller.' } }, { reply: () => words('Welcome to Acme. ') });
   await clock.tick(2000);

@@ -109,3 +109,24 @@ t.test('warm transfer, direct: a declined consult call brings the caller back; a
   caller.send({ type: 'hangup' });
   human.close();
 });
+
+t.test('warm transfer: the consult call reaches an answering machine, hung up; the caller comes back from hold (GAPS.md §6.3: failure, decline or voicemail brings the caller back from hold)', async (t) => {
+  const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 7);
+  const human = await humanLine(t, app);
+  const caller = await connected(app, number, '+16505550206');
+  t.teardown(() => caller.close());
+  await caller.speak('Please transfer call.');
+  const stop = keepAlive(caller);
+  t.equal((await caller.event('call.hold', 20_000)).on, true, 'on hold');
+  await human.event('call.ringing', 20_000);
+  human.send({ type: 'answer', as: 'voicemail' });
+  t.equal((await human.event('call.ended', 10_000)).reason, 'hangup', 'the machine is hung up on, nothing left on it');
+  t.equal(human.heard(), '', 'no briefing for a machine');
+  t.equal((await caller.event('call.hold', 10_000, 2)).on, false, 'back from hold');
+  await caller.waitFor(() => caller.heard().endsWith('"}'), 15_000, 'the agent tells the caller');
+  t.match(caller.heard(), /Sales did not answer \(voicemail\)/, 'the model is told why');
+  await stop();
+  t.equal((await sessionOf(app, '+16505550206')).status, 'active', 'the conversation goes on');
+  caller.send({ type: 'hangup' });
+  human.close();
+});
