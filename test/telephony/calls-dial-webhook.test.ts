@@ -57,6 +57,22 @@ t.test('an unanswered call sends phone_call.dial_finished only (busy), signed, w
   t.same(rows, [{ event: 'phone_call.dial_finished', seq: 0, status: 'delivered' }], 'queued durably, like the post-call events');
 });
 
+t.test('a machine answers (the default outbound settings hang up): dial_finished (answered, voicemail) only', async (t) => {
+  const to = '+13125554103';
+  const line = await phone(app, { line: to });
+  t.teardown(() => line.close());
+  await line.event('line.ready');
+  const r = await app.req('POST', '/v1/agent/phone-calls', { agent_id: agentId, phone_number_id: numberId, to_number: to });
+  await line.event('call.ringing');
+  line.send({ type: 'answer', as: 'voicemail' });
+  await line.event('call.ended');
+  const [ev] = await waitEvents(r.body.session_id, 1);
+  t.match(ev, { event: 'phone_call.dial_finished', dial_status: 'answered', answered_by: 'voicemail' });
+  await sleep(1500);
+  t.same(eventsFor(r.body.session_id).map((e) => e.event), ['phone_call.dial_finished'], 'no call.ended: nothing was said, nothing billed');
+  t.match(await session(r.body.session_id), { status: 'completed', ended_reason: 'voicemail' });
+});
+
 t.test('an answered call: dial_finished (answered, human) first, then call.ended', async (t) => {
   const to = '+13125554102';
   const line = await phone(app, { line: to });
