@@ -30,7 +30,7 @@ import { checkDestination, singleZoneOf } from '../telephony/destinations.ts';
 import { transferCallTool, TRANSFER_RING_TIMEOUT_MS } from '../telephony/transfer-tool.ts';
 import { signatureHeader, SIGNATURE_HEADER } from '../webhooks/sign.ts';
 import { defaultOutbound, type Outbound, type StoredDraft } from './config/index.ts';
-import { ConnectRefused, inferenceBackend, type LiveSession, type SessionRuntime } from './runtime.ts';
+import { ConnectRefused, inferenceBackend, VOICEMAIL_HUNG_UP, type LiveSession, type SessionRuntime } from './runtime.ts';
 import { overridesSchema, sessionCreateBody, SESSION_CONTROL_CHANNEL, type SessionService } from './sessions.ts';
 import type { VariableValue } from './variables.ts';
 
@@ -401,7 +401,7 @@ export class PhoneCallService {
         // An empty message leaves nothing to say: the same as hanging up.
         if (amd.voicemail.action === 'hangup' || !amd.voicemail.message.trim()) {
           await calls.hangUp(leg.callId);
-          await markSessionEnded(this.d.sql, session.id, { status: 'completed', reason: 'voicemail' });
+          await markSessionEnded(this.d.sql, session.id, { status: 'completed', reason: VOICEMAIL_HUNG_UP });
           this.callOver(session.id);
           return;
         }

@@ -64,7 +64,8 @@ const FAREWELL: Record<string, string> = {
   ko: '자리를 비우신 것 같네요. 안녕히 계세요!',
 };
 
-/** `ended_reason` of an outbound call that left its voicemail message on an answering machine. */
+/** `ended_reason` of an outbound call that reached an answering machine: hung up at once, or its message left. */
+export const VOICEMAIL_HUNG_UP = 'voicemail';
 export const VOICEMAIL_LEFT = 'voicemail_message_left';
 
 /**

@@ -29,8 +29,10 @@ export interface PhoneSocket {
   close(code: number, reason: string): void;
 }
 
-/** Events the phone sends (`type` of its JSON frames). */
-/** `answer` with `as: 'voicemail'`: the line answers as an answering machine (what the carrier's detection reports). */
+/**
+ * Events the phone sends (`type` of its JSON frames). `answer` with `as: 'voicemail'`: the line
+ * answers as an answering machine (what a carrier's detection would report).
+ */
 export type PhoneCommand = { type: 'answer'; as?: 'voicemail' } | { type: 'reject' } | { type: 'hangup' } | { type: 'dtmf'; digits: string };
 
 /** Sandbox switches for call operations: the next `dial` / `transfer` fails with this detail. */
