@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--light-backend] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -47,7 +47,7 @@ const QUESTION_PCM = encodeText(QUESTION, { sampleRateHz: 16000 }).pcm;
 // The caller child: connects `n` sessions and talks until told to stop.
 
 async function callers() {
-  const { url, key, agent, n, seconds } = JSON.parse(process.env.BENCH_CALLERS!) as { url: string; key: string; agent: string; n: number; seconds: number };
+  const { urls, key, agent, n, seconds } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; n: number; seconds: number };
   const question = QUESTION_PCM;
   const frame = 1600; // 100 ms
   const silence = new Uint8Array(frame * 2);
@@ -58,7 +58,8 @@ async function callers() {
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
       await sleep((i * 2000) / n); // ramp up over 2 s
-      const r = await fetch(`${url}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: agent }) });
+      // With several nodes, each creates every n-th session; its websocket URL is that node's.
+      const r = await fetch(`${urls[i % urls.length]}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: agent }) });
       if (r.status !== 200) { failed++; return; }
       const s = (await r.json()) as { websocket_url: string; token: string };
       const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
@@ -149,16 +150,13 @@ async function main() {
     `s2.1-pro=${backends[1].address}`,
     `llm-medium=${backends[backendCount - 1].address}/scripted`,
   ].join(',');
-  const platform = await startPlatform({
-    env: { ...process.env },
-    config: {
-      host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'warn',
-      startNativeBackend: false, speechEngine: 'synthetic', backendAddress: backend.address, inferenceBackends,
-      maxSessions: 100_000, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL,
-    },
-    dbSchema: process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined,
-    log: createLogger({ level: 'warn' }),
-  });
+  const nodeConfig = {
+    host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'warn',
+    startNativeBackend: false, speechEngine: 'synthetic', backendAddress: backend.address, inferenceBackends,
+    maxSessions: 100_000, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL,
+  } as const;
+  const dbSchema = process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined;
+  const platform = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const post = async (path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -168,6 +166,11 @@ async function main() {
   const a = await post('/v1/agent/agents', { name: 'bench', config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager', record_audio: !process.argv.includes('--no-recording') } } });
   const agent = a.body.agent_id as string;
   await post(`/v1/agent/agents/${agent}/publish`);
+  // --nodes 2: a second platform node in a child process, on the same Postgres schema and Redis
+  // (two event loops on one host); the callers create every other session on it.
+  const nodes = Math.max(1, Math.min(2, arg('nodes', 1)));
+  if (nodes === 2 && (!process.env.DATABASE_URL || !process.env.REDIS_URL)) throw new Error('--nodes 2 needs DATABASE_URL and REDIS_URL (the nodes share them)');
+  const second = nodes === 2 ? await startSecondNode({ config: nodeConfig, dbSchema }) : null;
 
   // Session creations per second (closed loop, 32 in flight); the sessions are never joined.
   // The requests come from a child process: an HTTP client in this process would compete with
@@ -180,7 +183,7 @@ async function main() {
   global.gc?.();
   await sleep(500);
   const memBefore = process.memoryUsage();
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ url: platform.url, key, agent, n, seconds }) }, execArgv: ['--import=tsx'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, n, seconds }) }, execArgv: ['--import=tsx'] });
   lowPriority(child.pid);
   const next = (type: string) => new Promise<any>((r) => child.on('message', (m: any) => { if (m.type === type) r(m); }));
   const connected = await next('connected');
@@ -205,10 +208,13 @@ async function main() {
   // CPU of the other processes on the same cores over the same window (Linux /proc; null elsewhere).
   // With several backends, each role's process too (recognition, synthesis, model).
   const roles = backendCount === 1 ? {} : Object.fromEntries(['backend_recognition', 'backend_synthesis', 'backend_model'].slice(0, backendCount).map((r, i) => [r, [backends[i === 2 ? backendCount - 1 : i].status().pid]]));
-  const others = { backends: backends.map((b) => b.status().pid), callers: [child.pid], ...roles };
+  const others = { backends: backends.map((b) => b.status().pid), callers: [child.pid], ...roles, ...(second ? { second_node: [second.pid] } : {}) };
   // The platform's main thread alone (its event loop: what queues a turn when it is saturated).
   const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
   const main0 = procCpuSeconds([process.pid], mainThread);
+  const secondMain = second ? `/proc/${second.pid}/task/${second.pid}/stat` : null;
+  const secondMain0 = secondMain ? procCpuSeconds([second!.pid], secondMain) : null;
+  second?.child.send({ type: 'measure' });
   const othersCpu0 = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, procCpuSeconds(pids)]));
   const machine0 = machineCpuSeconds();
   // The platform's event loop over the window: how late timers fire, and the GC pauses.
@@ -256,6 +262,9 @@ async function main() {
   gcPauses.sort((x, y) => x - y);
   const main1 = procCpuSeconds([process.pid], mainThread);
   const mainThreadCores = main0 === null || main1 === null ? null : round((main1 - main0) / wallS, 3);
+  const secondMain1 = secondMain ? procCpuSeconds([second!.pid], secondMain) : null;
+  const secondMainCores = secondMain0 === null || secondMain1 === null ? null : round((secondMain1 - secondMain0) / wallS, 3);
+  const secondLoop = second ? await second.report() : null;
   const machineBusyCores = machine0 && machine1 ? round((machine1.busy - machine0.busy) / wallS, 3) : null;
   global.gc?.();
   const memDuring = process.memoryUsage();
@@ -273,7 +282,7 @@ async function main() {
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
     backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
     platform_first: platformFirst,
     load_idle: loadIdle,
@@ -288,11 +297,17 @@ async function main() {
     heap_per_session_kb: held ? round((memDuring.heapUsed - memBefore.heapUsed) / held / 1024, 1) : null,
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
     platform_main_thread_cores: mainThreadCores,
+    ...(second ? {
+      nodes: 2,
+      note_nodes: 'platform_* and event_loop_delay_ms are the first node; second_node is the other; platform_cpu_cores_all_nodes both',
+      second_node: { cpu_cores: othersCores.second_node, main_thread_cores: secondMainCores, event_loop_delay_ms: secondLoop },
+      platform_cpu_cores_all_nodes: round(cpuCoreS / wallS + (othersCores.second_node ?? 0), 3),
+    } : {}),
     event_loop_delay_ms: { p50: round(loopDelay.percentile(50) / 1e6), p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
     young_generation_mb: round((v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576, 1),
     gc_pauses: { count: gcPauses.length, total_ms: round(gcPauses.reduce((a, b) => a + b, 0)), p99_ms: round(percentile(gcPauses, 99)), max_ms: round(gcPauses.at(-1) ?? 0), by_kind: gcByKind },
     other_cpu_cores: { ...othersCores, machine_busy: machineBusyCores, machine_cores: os.cpus().length },
-    cpu_per_session_percent_of_core: held ? round((cpuCoreS / wallS / held) * 100, 3) : null,
+    cpu_per_session_percent_of_core: held ? round(((cpuCoreS / wallS + (othersCores.second_node ?? 0)) / held) * 100, 3) : null,
     turns: platformMs.length,
     agent_audio_seconds_received: round(stopped.agentAudioSeconds, 1),
     platform_added_turn_latency_ms: { p50: round(percentile(platformMs, 50)), p99: round(percentile(platformMs, 99)) },
@@ -304,9 +319,43 @@ async function main() {
     session_creation_latency_ms: creation.latencyMs,
     client_messages_seen: stopped.seen,
   }));
+  await second?.stop();
   await platform.close();
   await Promise.all(backends.map((b) => b.stop()));
   process.exit(0);
+}
+
+/** `--nodes 2`: the second platform node, in a child process (role `node`). */
+async function startSecondNode(o: { config: Record<string, unknown>; dbSchema: string | undefined }) {
+  // Its logs go to stderr: stdout carries this bench's one JSON line.
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'node', BENCH_NODE: JSON.stringify(o) }, execArgv: ['--import=tsx'], stdio: ['ignore', 2, 2, 'ipc'] });
+  const on = <T>(type: string) => new Promise<T>((resolve) => child.on('message', (m: { type: string }) => { if (m.type === type) resolve(m as T); }));
+  const { url } = await on<{ url: string }>('ready');
+  return {
+    child,
+    url,
+    pid: child.pid!,
+    report: () => { const r = on<{ loop: unknown }>('report'); child.send({ type: 'report' }); return r.then((m) => m.loop); },
+    stop: () => { const done = on('stopped'); child.send({ type: 'stop' }); return done; },
+  };
+}
+
+/** The second node's process: a platform on the first node's database schema and Redis. */
+async function secondNode() {
+  const o = JSON.parse(process.env.BENCH_NODE!) as { config: NonNullable<Parameters<typeof startPlatform>[0]>["config"]; dbSchema?: string };
+  const platform = await startPlatform({ env: { ...process.env }, config: o.config, dbSchema: o.dbSchema, log: createLogger({ level: 'warn' }) });
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  process.on('message', async (m: { type: string }) => {
+    if (m.type === 'measure') loop.enable();
+    else if (m.type === 'report') {
+      loop.disable();
+      process.send!({ type: 'report', loop: { p50: round(loop.percentile(50) / 1e6), p99: round(loop.percentile(99) / 1e6), max: round(loop.max / 1e6) } });
+    } else if (m.type === 'stop') {
+      await platform.close();
+      process.send!({ type: 'stopped' }, () => process.exit(0));
+    }
+  });
+  process.send!({ type: 'ready', url: platform.url });
 }
 
 /** bench/light-backend.ts as a child process, in the shape of spawnNativeBackend's handle. */
@@ -375,4 +424,5 @@ async function creator() {
 
 if (process.env.BENCH_ROLE === 'callers') void callers();
 else if (process.env.BENCH_ROLE === 'creator') void creator();
+else if (process.env.BENCH_ROLE === 'node') void secondNode();
 else void main();
