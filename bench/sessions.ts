@@ -1,5 +1,5 @@
 /**
- * Concurrent live sessions on one node over the websocket transport, with synthetic audio.
+ * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
  *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
@@ -9,8 +9,10 @@
  * model split over that many backend processes through `INFERENCE_BACKENDS`), and the simulated callers run in a second
  * child, so this process's CPU time is the platform's alone. `--light-backend` runs
  * bench/light-backend.ts instead of the native backend: the same service and messages, with
- * recognition and synthesis that cost the machine little (see that file). Each caller connects, streams
- * 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
+ * recognition and synthesis that cost the machine little (see that file). `--nodes 2` (Postgres
+ * and Redis) starts a second platform node in a child process on the same schema and Redis, and
+ * the callers create every other session there: two event loops on one host. Each caller
+ * connects, streams 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
  *
  * Prints one JSON object: sessions held, memory and CPU per session, turns, the platform-
  * added turn latency (per turn: end of speech → first agent audio sent, minus recognition,
