@@ -100,6 +100,16 @@ export async function phone(app: TestServer, q: { dial: string; from: string } |
 }
 
 /** A published agent bound to a fresh sandbox number; returns both. */
+/** Polls `GET /v1/agent/sessions/{id}` until `pred` holds (20 s at most); returns the session. */
+export async function settleSession(app: TestServer, id: string, pred: (s: any) => boolean, what: string): Promise<Record<string, any>> {
+  for (let i = 0; i < 200; i++) {
+    const s = (await app.req('GET', `/v1/agent/sessions/${id}`)).body;
+    if (pred(s)) return s;
+    await sleep(100);
+  }
+  throw new Error(`session never reached: ${what}`);
+}
+
 export async function boundAgent(app: TestServer, config: Record<string, unknown>, area = '415', index = 1): Promise<{ agentId: string; number: string; numberId: string }> {
   const agentId = await makeAgent(app, { config });
   const number = sandboxNumber(area, index);

@@ -2,22 +2,14 @@ import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { sandboxOf, sandboxNumber, creditOf } from './helpers.ts';
-import { boundAgent, phone, sleep } from './calls-helpers.ts';
+import { boundAgent, phone, settleSession, sleep } from './calls-helpers.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
 t.teardown(() => app.close());
 
 const call = (body: Record<string, unknown>, headers: Record<string, string> = {}, auth = app.auth) => app.req('POST', '/v1/agent/phone-calls', body, { ...auth, ...headers });
-const session = async (id: string) => (await app.req('GET', `/v1/agent/sessions/${id}`)).body;
-const settle = async (id: string, pred: (s: any) => boolean, what: string) => {
-  for (let i = 0; i < 150; i++) {
-    const s = await session(id);
-    if (pred(s)) return s;
-    await sleep(100);
-  }
-  throw new Error(`session never reached: ${what}`);
-};
+const settle = (id: string, pred: (s: any) => boolean, what: string) => settleSession(app, id, pred, what);
 
 const { agentId, numberId, number } = await boundAgent(app, { prompt: { first_message_mode: 'fixed', first_message: 'Hi, this is Acme calling on {{system.channel}}.' } }, '212', 1);
 

@@ -6,20 +6,12 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { creditOf } from './helpers.ts';
-import { boundAgent, phone, sleep } from './calls-helpers.ts';
+import { boundAgent, phone, settleSession } from './calls-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
 t.teardown(() => app.close());
 
-const session = async (id: string) => (await app.req('GET', `/v1/agent/sessions/${id}`)).body;
-const settle = async (id: string, pred: (s: any) => boolean, what: string) => {
-  for (let i = 0; i < 200; i++) {
-    const s = await session(id);
-    if (pred(s)) return s;
-    await sleep(100);
-  }
-  throw new Error(`session never reached: ${what}`);
-};
+const settle = (id: string, pred: (s: any) => boolean, what: string) => settleSession(app, id, pred, what);
 const opener = { first_message_mode: 'fixed', first_message: 'Hi, this is Acme.' };
 
 /** Places a call from `agent` to a fresh line that answers as `as`; returns the line and the session id. */
