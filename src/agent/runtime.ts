@@ -105,7 +105,8 @@ export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = 
       return lines;
     },
     firstMessage,
-    ...(vm ? { endAfterFirstMessage: VOICEMAIL_LEFT } : {}),
+    // A message that renders to nothing (only empty variables) left nothing: the call was hung up.
+    ...(vm ? { endAfterFirstMessage: firstMessage.mode === 'fixed' && !firstMessage.text.trim() ? VOICEMAIL_HUNG_UP : VOICEMAIL_LEFT } : {}),
     language,
     voiceId: o.voice_id ?? config.voice.voice_id,
     decideMs: EAGERNESS_MS[c.eagerness] ?? EAGERNESS_MS.balanced,

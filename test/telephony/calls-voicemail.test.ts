@@ -92,6 +92,18 @@ t.test('leave_message with an empty message: nothing to leave, so the call is hu
   line.close();
 });
 
+t.test('leave_message whose variables render to nothing: nothing said, ended as a hang-up', async (t) => {
+  const agent = await boundAgent(app, { prompt: opener, conversation: { outbound: { voicemail: { action: 'leave_message', message: '{{note}}' } } } }, '604', 28);
+  const { line, id } = await callMachine(agent, '+13125550167', 'voicemail', { dynamic_variables: { note: '' } });
+  await line.event('call.started');
+  const silence = line.silence(3000);
+  await line.event('call.ended', 15_000);
+  await silence;
+  t.match(await settle(id, (s) => s.status === 'completed', 'completed'), { ended_reason: 'voicemail', answered_by: 'voicemail' });
+  t.equal(line.heard(), '');
+  line.close();
+});
+
 t.test('amd_enabled false: the machine is talked to like a person (the opener), answered_by still voicemail', async (t) => {
   const agent = await boundAgent(app, { prompt: opener, conversation: { outbound: { amd_enabled: false, voicemail: { action: 'leave_message', message: 'Not used.' } } } }, '604', 26);
   const { line, id } = await callMachine(agent, '+13125550165');
