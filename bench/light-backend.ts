@@ -13,8 +13,8 @@
  *   after (the agent answers the same text every turn).
  *
  * The platform sees the same calls, messages and sizes as with the native backend; only the
- * backend's own CPU time shrinks. Started by the bench as a child process; prints the native
- * backend's ready line (`{"ready":true,"address":…}`).
+ * backend's own CPU time shrinks. The bench starts it with `spawnNativeBackend({ entry })`: it
+ * listens on BACKEND_ADDRESS and prints the native backend's ready line.
  *
  *   BENCH_PHRASE='What time is it?' BENCH_PHRASE_MS=1800 node --import tsx bench/light-backend.ts
  */

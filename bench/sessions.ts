@@ -19,7 +19,7 @@
  * eagerness, model and synthesis time as the backend took them) p50/p99, and session
  * creations per second.
  */
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
@@ -44,6 +44,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What every caller says, as synthetic speech at 16 kHz. */
 const QUESTION = 'What time is it?';
 const QUESTION_PCM = encodeText(QUESTION, { sampleRateHz: 16000 }).pcm;
+const LIGHT_BACKEND = fileURLToPath(new URL('./light-backend.ts', import.meta.url));
 
 // ------------------------------------------------------------------------------------------
 // The caller child: connects `n` sessions and talks until told to stop.
@@ -129,7 +130,9 @@ async function main() {
   // the callers' known phrase, synthesis of each distinct text once) instead of the native
   // backend, so the load takes little of the cores the platform is measured on.
   const light = process.argv.includes('--light-backend');
-  const backends = await Promise.all(Array.from({ length: backendCount }, () => light ? spawnLightBackend(QUESTION, QUESTION_PCM.length / 16) : spawnNativeBackend({ address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } })));
+  const backends = await Promise.all(Array.from({ length: backendCount }, () => spawnNativeBackend(light
+    ? { address: '127.0.0.1:0', entry: LIGHT_BACKEND, env: { BENCH_PHRASE: QUESTION, BENCH_PHRASE_MS: String(QUESTION_PCM.length / 16), LOG_LEVEL: 'warn' } }
+    : { address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } })));
   const backend = backends[0];
   // --platform-first: the backends and the simulated callers run at the lowest CPU priority
   // (nice 19), as a box that gives the platform the CPU first would. What the platform adds to
@@ -358,30 +361,6 @@ async function secondNode() {
     }
   });
   process.send!({ type: 'ready', url: platform.url });
-}
-
-/** bench/light-backend.ts as a child process, in the shape of spawnNativeBackend's handle. */
-async function spawnLightBackend(phrase: string, phraseMs: number) {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./light-backend.ts', import.meta.url))], {
-    env: { ...process.env, BENCH_PHRASE: phrase, BENCH_PHRASE_MS: String(phraseMs), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const address = await new Promise<string>((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      if (!buf.includes('\n')) return;
-      const line = JSON.parse(buf.slice(0, buf.indexOf('\n'))) as { ready?: boolean; address?: string };
-      if (line.ready && line.address) resolve(line.address);
-      else reject(new Error('light backend failed to start'));
-    });
-    child.once('exit', (code) => reject(new Error(`light backend exited (${code})`)));
-  });
-  return {
-    address,
-    status: () => ({ pid: child.pid ?? null }),
-    stop: () => new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); }),
-  };
 }
 
 /** User + system CPU seconds of these processes (Linux `/proc/<pid>/stat`), null when unreadable. */

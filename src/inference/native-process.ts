@@ -27,6 +27,11 @@ export interface NativeProcessOptions {
   restart?: boolean;
   /** Called on every change: running, exited (with code/signal), restarting. */
   onEvent?: (e: NativeProcessEvent) => void;
+  /**
+   * The program to run instead of native/server.ts (bench/light-backend.ts): it must listen on
+   * BACKEND_ADDRESS and print the same ready line.
+   */
+  entry?: string;
   /** Child's stderr goes here (default: the parent's stderr). */
   stderr?: 'inherit' | 'ignore';
 }
@@ -46,7 +51,7 @@ export interface NativeProcess {
 }
 
 function startChild(address: string, o: NativeProcessOptions): { child: ChildProcess; ready: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', TSX, SERVER], {
+  const child = spawn(process.execPath, ['--import', TSX, o.entry ?? SERVER], {
     env: {
       ...process.env,
       ...o.env,

@@ -3,6 +3,7 @@
 // synthetic recognizer sends for the bench callers' phrase, or the bench measures another load.
 import { create } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { memoizedSpeech, phraseRecognizer } from '../../bench/light-backend.ts';
 import { createStreamRecognizer, type StreamEvent } from '../../native/engines/synthetic-engine.ts';
@@ -11,6 +12,7 @@ import type { SpeechEngine } from '../../native/engines/types.ts';
 import { startBackend } from '../../native/server.ts';
 import { AudioEncoding, SynthesizeRequestSchema, TranscribeStreamRequestSchema, type TranscribeStreamResponse } from '../../src/gen/inference/v1/inference_pb.ts';
 import { createGrpcClient } from '../../src/inference/grpc-service.ts';
+import { spawnNativeBackend } from '../../src/inference/index.ts';
 
 const RATE = 16000;
 const PHRASE = 'What time is it?';
@@ -112,4 +114,34 @@ t.test('startBackend: streamRecognizer replaces the realtime recognizer, wrapSpe
   });
   t.ok(chunks.length > 0, 'audio came back');
   t.same(texts, ['Hello there.'], 'the speech engine was reached through the wrapper');
+});
+
+t.test('spawnNativeBackend({ entry }): runs the light backend as the supervised child, which recognizes by sound', async (t) => {
+  const phraseMs = (encodeText(PHRASE, { sampleRateHz: RATE }).pcm.length / RATE) * 1000;
+  const backend = await spawnNativeBackend({
+    entry: fileURLToPath(new URL('../../bench/light-backend.ts', import.meta.url)),
+    env: { BENCH_PHRASE: PHRASE, BENCH_PHRASE_MS: String(phraseMs), LOG_LEVEL: 'warn' },
+    restart: false,
+    stderr: 'ignore',
+  });
+  const client = createGrpcClient(backend.address);
+  t.teardown(async () => {
+    client.close();
+    await backend.stop();
+  });
+  const call = client.transcribeStream() as unknown as grpc.ClientDuplexStream<unknown, TranscribeStreamResponse>;
+  const committed: string[] = [];
+  const ended = new Promise<void>((resolve, reject) => {
+    call.on('data', (m: TranscribeStreamResponse) => { if (m.event.case === 'committed') committed.push(m.event.value.text); });
+    call.on('end', () => resolve());
+    call.on('error', reject);
+  });
+  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'config', value: { model: 'transcribe-1', language: 'en', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: RATE } } } }));
+  // Any sound is the phrase to this recognizer: a tone that the synthetic decoder would not read.
+  const tone = new Int16Array(RATE / 2).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / RATE)));
+  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value: new Uint8Array(tone.buffer) } }));
+  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value: new Uint8Array(RATE) } }));
+  call.end();
+  await ended;
+  t.same(committed, [PHRASE], 'the light recognizer answered, not the synthetic one');
 });
