@@ -88,7 +88,11 @@ t.test('the search has a fixed time budget; past it the turn goes on without kno
   const config = { knowledge_base: { enabled: true, knowledge_source_ids: [shipping] } } as StoredDraft;
   const pinned = { knowledge: [{ id: shipping, revision: 1 }] };
   const signal = new AbortController().signal;
-  const late = knowledgeRetriever(app.db.sql, { config, pinned, timeoutMs: 0 })!;
+  // The same database answering 50 ms late, against a 10 ms budget (a 0 ms budget raced a fast
+  // local query: the query could win).
+  const slowSql = ((strings: TemplateStringsArray, ...values: unknown[]) =>
+    new Promise((r) => setTimeout(r, 50)).then(() => (app.db.sql as unknown as (s: TemplateStringsArray, ...v: unknown[]) => Promise<unknown>)(strings, ...values))) as unknown as typeof app.db.sql;
+  const late = knowledgeRetriever(slowSql, { config, pinned, timeoutMs: 10 })!;
   await t.rejects(late('How long does shipping take?', signal), { message: 'knowledge search timed out' }, 'no answer within the budget: rejected (the actor then goes on without it)');
   const inTime = knowledgeRetriever(app.db.sql, { config, pinned })!;
   const passages = await inTime('How long does shipping take?', signal);
