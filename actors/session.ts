@@ -529,6 +529,9 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       userSpeaking: ({ context }) => context.userSpeaking,
       hasFirstMessage: ({ context }) => context.plan.firstMessage.mode !== 'off',
       heardSomething: ({ context }) => userText(context) !== '',
+      decideNow: ({ context }) => context.plan.decideMs <= 0,
+      decideNowHeard: ({ context }) => context.plan.decideMs <= 0 && userText(context) !== '',
+      bargeInNow: ({ context }) => context.plan.bargeInMs <= 0,
       endAfterTurn: ({ context }) => context.endAfterTurn !== null,
       callerPending: ({ context }) => context.userSpeaking || userText(context) !== '',
       reengageEnabled: ({ context }) => context.plan.reengage !== null,
@@ -684,6 +687,12 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
               check: { always: [{ guard: 'userSpeaking', target: 'hearing' }, { target: 'deciding' }] },
               hearing: {},
               deciding: {
+                // A zero wait (eagerness `eager`) is taken at once: a 0 ms timer would still wait
+                // for the rest of the event loop's iteration, tens of milliseconds under load.
+                always: [
+                  { guard: 'decideNowHeard', target: '#session.live.responding', actions: 'takeUserTurn' },
+                  { guard: 'decideNow', target: '#session.live.idle' },
+                ],
                 after: {
                   decide: [
                     { guard: 'heardSomething', target: '#session.live.responding', actions: 'takeUserTurn' },
@@ -733,6 +742,8 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
                     on: { 'stt.speech_started': { guard: 'interruptible', target: 'callerTalking', actions: 'speechOn' } },
                   },
                   callerTalking: {
+                    // Sensitivity `high` (no wait): the agent stops in the same step, not a timer later.
+                    always: { guard: 'bargeInNow', target: '#session.live.listening', actions: 'interrupt' },
                     after: { bargeIn: { target: '#session.live.listening', actions: 'interrupt' } },
                     on: { 'stt.speech_ended': { target: 'quiet', actions: 'speechOff' } },
                   },

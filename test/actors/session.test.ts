@@ -102,6 +102,29 @@ t.test('a spoken turn: listening, eagerness wait, thinking, speaking, idle', asy
   await handle.ended;
 });
 
+/** Lets queued events and promise chains run without moving the test clock (no timer fires). */
+async function settle() {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
+t.test('eagerness eager (0 ms wait): the turn is taken in the same step as the end of speech, not on a timer', async (t) => {
+  const { clock, handle, fake } = await start({ decideMs: 0 });
+  fake.say('What time is it?');
+  await settle();
+  t.equal(fake.requests.length, 1, 'the model was asked before any timer ran');
+  t.ok(['thinking', 'speaking'].includes(handle.state), `answering: ${handle.state}`);
+  await clock.tick(2000);
+  t.equal(handle.turns[0].decide_ms, 0);
+  // Speech that ends with nothing heard goes back to idle, also at once.
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  fake.stt!.push({ type: 'speech_ended', atMs: 0 });
+  await settle();
+  t.equal(handle.state, 'idle');
+  t.equal(fake.requests.length, 1);
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('interim user transcripts: each replaces the whole segment (committed text + partial), the next turn opens a new segment', async (t) => {
   const { clock, rec, handle, fake } = await start({ decideMs: 100 });
   const interims = () => rec.messages.flatMap((m) => (m.topic === 'lk.transcription' && m.role === 'user' && !m.final ? [`${m.segmentId}: ${m.text}`] : []));
@@ -184,6 +207,21 @@ t.test('barge-in: the agent stops at once and keeps only what was spoken', async
   t.ok(agent.length > 0 && agent.length < long.length && long.startsWith(agent), `kept a strict prefix: ${JSON.stringify(agent)}`);
   const history = rec.items.filter((i) => i.payload.role === 'assistant').map((i) => i.payload.content);
   t.same(history, [agent]);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('interruption_sensitivity high (0 ms): the agent stops in the same step as the caller starts speaking', async (t) => {
+  const { clock, rec, handle, fake } = await start({ bargeInMs: 0 }, { reply: () => words('This is a long answer that goes on and on. It has a second sentence. '), msPerChar: 20 });
+  fake.say('Tell me a story');
+  await clock.tick(600);
+  t.equal(handle.state, 'speaking');
+  const heard = rec.audioMs;
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  await settle();
+  t.equal(handle.state, 'listening', 'stopped before any timer ran');
+  await clock.tick(1000);
+  t.equal(rec.audioMs, heard, 'no audio after the interruption');
   handle.end('test');
   await handle.ended;
 });
