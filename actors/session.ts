@@ -28,6 +28,7 @@ import type {
   ToolSpec,
   TtsStream,
   TurnMetrics,
+  TurnTimeline,
 } from './types.ts';
 
 /** Events a client sends (GAPS.md §5 `client-event`), as the actor takes them. */
@@ -204,6 +205,9 @@ class TurnRun {
    * `firstAudio` synthesis's first audio back.
    */
   private t: { start: number; firstText?: number; firstSpeakable?: number; firstTts?: number; firstAudio?: number } = { start: 0 };
+  /** The model's text events read so far, and how many it took to the first speakable text. */
+  private textEvents = 0;
+  private textEventsToSpeakable = 0;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -211,9 +215,9 @@ class TurnRun {
     readonly turnId: number,
     private readonly reply: Reply,
     private readonly messages: ChatMessage[],
-    private readonly timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null },
+    private readonly timing: { speechEndedAt: number | null; heardAt: number | null; recognitionMs: number | null; decideMs: number | null },
     private readonly sendBack: (e: SessionEvent) => void,
-    private readonly onMetrics: (m: TurnMetrics) => void,
+    private readonly onMetrics: (m: TurnMetrics, timeline: TurnTimeline) => void,
     private readonly tools: ToolCalls,
   ) {
     this.playout = new Playout(deps.clock, (pcm) => deps.output.audio(pcm), () => this.progress());
@@ -295,7 +299,20 @@ class TurnRun {
     const model = modelDone !== undefined ? modelDone - t.start : null;
     const synth = t.firstTts !== undefined && t.firstAudio !== undefined ? t.firstAudio - t.firstTts : null;
     const known = (rec ?? 0) + (decide ?? 0) + (model ?? 0) + (synth ?? 0);
-    this.onMetrics({ turn_id: this.turnId, recognition_ms: rec, decide_ms: decide, model_ms: model, synthesis_ms: synth, total_ms: total, platform_ms: Math.max(0, total - known) });
+    const timeline: TurnTimeline = {
+      sessionId: this.plan.sessionId,
+      turnId: this.turnId,
+      speechEndedAt: this.timing.speechEndedAt,
+      speechHeardAt: this.timing.heardAt,
+      recognizedAt: this.timing.speechEndedAt !== null && rec !== null ? this.timing.speechEndedAt + rec : null,
+      decideMs: decide,
+      startedAt: t.start,
+      textEventsToSpeakable: this.textEventsToSpeakable,
+      firstSpeakableAt: modelDone ?? null,
+      firstTtsAt: t.firstTts ?? null,
+      firstAudioAt: t.firstAudio ?? null,
+    };
+    this.onMetrics({ turn_id: this.turnId, recognition_ms: rec, decide_ms: decide, model_ms: model, synthesis_ms: synth, total_ms: total, platform_ms: Math.max(0, total - known) }, timeline);
   }
 
   async run(): Promise<void> {
@@ -337,13 +354,17 @@ class TurnRun {
         this.open = calls;
         for await (const ev of deps.backend.generate({ messages, tools, signal })) {
           if (ev.type === 'text') {
+            this.textEvents++;
             this.t.firstText ??= deps.clock.now();
             this.text += ev.text;
             text += ev.text;
             buffer += ev.text;
             const [sentences, rest] = cutSentences(buffer);
             buffer = rest;
-            if (sentences) this.t.firstSpeakable ??= deps.clock.now();
+            if (sentences && this.t.firstSpeakable === undefined) {
+              this.t.firstSpeakable = deps.clock.now();
+              this.textEventsToSpeakable = this.textEvents;
+            }
             await speak(sentences);
           } else if (ev.type === 'tool_call') {
             this.t.firstText ??= deps.clock.now();
@@ -353,7 +374,10 @@ class TurnRun {
             calls.push(c);
           }
         }
-        if (buffer) this.t.firstSpeakable ??= deps.clock.now();
+        if (buffer && this.t.firstSpeakable === undefined) {
+          this.t.firstSpeakable = deps.clock.now();
+          this.textEventsToSpeakable = this.textEvents;
+        }
         await speak(buffer);
         if (calls.length === 0) break;
         // Blocking calls hold the turn; the others were answered at once (dispatched, running).
@@ -427,6 +451,10 @@ export interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
+  /** When the caller's audio at a stream position (ms) arrived, if it is recent (turn timelines). */
+  heardAt?(atMs: number): number | null;
+  /** That arrival for the last end of speech. */
+  speechHeardAt?: number | null;
   /** The machine's context as it is now (set once the actor exists). */
   context?: () => Ctx;
   /** The session's tool calls (created with the session; lazily, without background delivery, otherwise). */
@@ -444,7 +472,7 @@ interface TurnInput {
   reply: Reply;
   messages: ChatMessage[];
   turnId: number;
-  timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null };
+  timing: { speechEndedAt: number | null; heardAt: number | null; recognitionMs: number | null; decideMs: number | null };
 }
 
 export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 }) {
@@ -508,9 +536,9 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       }),
       turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
         const tools = (io.tools ??= createToolCalls(input.plan, deps, () => {}));
-        const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m) => {
+        const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m, timeline) => {
           io.turns.push(m);
-          deps.onTurn?.(m);
+          deps.onTurn?.(m, timeline);
         }, tools);
         io.turn = run;
         run.run().catch((error) => {
@@ -549,6 +577,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         // arrived (audioNow − atMs) ago, so that is how long recognition took to say so.
         const recognitionMs = atMs !== null && audioNow !== null ? Math.max(0, audioNow - atMs) : null;
         // Both from this end of speech: a pause and a resumption before it measured an earlier one.
+        io.speechHeardAt = atMs !== null ? io.heardAt?.(atMs) ?? null : null;
         return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs };
       }),
       committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
@@ -713,7 +742,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
                 // The opener's instructions go last, as the turn the model answers.
                 if (reply.kind === 'generate' && reply.instructions) messages.push({ role: 'user', content: reply.instructions });
                 const decideMs = context.speechEndedAt !== null ? context.plan.decideMs : null;
-                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, recognitionMs: context.recognitionMs, decideMs } };
+                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, heardAt: context.speechEndedAt !== null ? io.speechHeardAt ?? null : null, recognitionMs: context.recognitionMs, decideMs } };
               },
             },
             on: {
@@ -775,6 +804,9 @@ function inState(value: unknown, name: string): boolean {
   return false;
 }
 
+/** Caller audio pieces whose arrival a session keeps (~5 s of 20 ms frames). */
+const ARRIVALS = 256;
+
 /**
  * Starts a session. The returned handle settles `ended` exactly once; a throwing session
  * ends as `failed` and takes nothing else with it.
@@ -800,6 +832,17 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   io.context = () => actor.getSnapshot().context;
   let state: AgentState = 'initializing';
   let sentBytes = 0;
+  // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
+  // the last ARRIVALS pieces, for the turn timeline's end of speech (TurnTimeline.speechHeardAt).
+  const arrivals = new Float64Array(ARRIVALS * 2);
+  let pieces = 0;
+  io.heardAt = (atMs) => {
+    for (let i = Math.max(0, pieces - ARRIVALS); i < pieces; i++) {
+      const k = (i % ARRIVALS) * 2;
+      if (arrivals[k] >= atMs) return arrivals[k + 1] - (arrivals[k] - atMs);
+    }
+    return null;
+  };
   let settle!: (e: SessionEnd) => void;
   const ended = new Promise<SessionEnd>((r) => (settle = r));
   let done = false;
@@ -843,6 +886,9 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       if (done || !io.stt) return;
       sentBytes += pcm.length;
       io.sttSentMs = sentBytes / 32; // 16 kHz × 2 bytes = 32 bytes per millisecond
+      const k = (pieces++ % ARRIVALS) * 2;
+      arrivals[k] = io.sttSentMs;
+      arrivals[k + 1] = deps.clock.now();
       io.stt.sendAudio(pcm);
     },
     send(event) {

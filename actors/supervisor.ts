@@ -6,7 +6,7 @@
 import client from 'prom-client';
 import type { Clock } from './clock.ts';
 import { startSession, type SessionHandle } from './session.ts';
-import type { SessionDeps, SessionEnd, SessionPlan, TurnMetrics } from './types.ts';
+import type { SessionDeps, SessionEnd, SessionPlan, TurnMetrics, TurnTimeline } from './types.ts';
 
 export interface SupervisorOptions {
   /** Live sessions this node holds at most (`PARLEY_MAX_SESSIONS`). */
@@ -52,6 +52,14 @@ export class Supervisor {
     });
   }
 
+  private readonly turnWatchers = new Set<(timeline: TurnTimeline, m: TurnMetrics) => void>();
+
+  /** Watches every turn of every session on this node (bench/sessions.ts); returns the unwatch. */
+  watchTurns(fn: (timeline: TurnTimeline, m: TurnMetrics) => void): () => void {
+    this.turnWatchers.add(fn);
+    return () => this.turnWatchers.delete(fn);
+  }
+
   get size(): number {
     return this.sessions.size;
   }
@@ -80,13 +88,14 @@ export class Supervisor {
 
   /** Starts and owns a session actor. `onEnded` runs once it has ended (record, close transports). */
   start(plan: SessionPlan, deps: Omit<SessionDeps, 'clock'> & { clock?: Clock }, onEnded: (e: SessionEnd) => Promise<void> | void): SessionHandle {
-    const onTurn = (m: TurnMetrics) => {
+    const onTurn = (m: TurnMetrics, timeline: TurnTimeline) => {
       this.turns.inc();
       for (const part of PARTS) {
         const v = m[`${part}_ms`];
         if (v !== null) this.latency.observe({ part }, v / 1000);
       }
-      deps.onTurn?.(m);
+      deps.onTurn?.(m, timeline);
+      for (const w of this.turnWatchers) w(timeline, m);
     };
     const handle = startSession(plan, { ...deps, clock: deps.clock ?? this.options.clock, onTurn, log: deps.log ?? this.options.log });
     this.sessions.set(plan.sessionId, handle);

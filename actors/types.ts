@@ -111,6 +111,37 @@ export interface TurnMetrics {
   platform_ms: number | null;
 }
 
+/**
+ * One turn's moments on the session's clock (ms since the epoch), handed to `onTurn` beside its
+ * metrics and not stored: with the backend's own timings of the same calls (the native
+ * backend's `PARLEY_BACKEND_TIMINGS`), bench/sessions.ts measures what the platform adds without
+ * taking the backend's parts from the platform's side.
+ */
+export interface TurnTimeline {
+  sessionId: string;
+  turnId: number;
+  /** The caller's end of speech, mapped to the arrival of that audio (null for turns not spoken). */
+  speechEndedAt: number | null;
+  /**
+   * The same end of speech, from the recorded arrival of the piece of audio holding it (less the
+   * audio after it in that piece) rather than from how much audio came since; null when older
+   * than the pieces a session keeps.
+   */
+  speechHeardAt: number | null;
+  /** When the recognizer's end-of-speech event was handled. */
+  recognizedAt: number | null;
+  decideMs: number | null;
+  /** The reply started: the model asked (or the fixed text taken). */
+  startedAt: number;
+  /** The model's text events read up to its first speakable text (0: none, e.g. a fixed text). */
+  textEventsToSpeakable: number;
+  firstSpeakableAt: number | null;
+  /** The first text sent to synthesis. */
+  firstTtsAt: number | null;
+  /** The first audio back from synthesis, sent to the client in the same step. */
+  firstAudioAt: number | null;
+}
+
 /** Everything a session runs with, resolved once from the record and the pinned config. */
 export interface SessionPlan {
   sessionId: string;
@@ -174,8 +205,8 @@ export interface SessionDeps {
   /** Durable writes; called in order, never awaited by the actor. */
   record(items: SessionItem[]): void;
   clock: Clock;
-  /** Turn metrics as each turn starts speaking. */
-  onTurn?(m: TurnMetrics): void;
+  /** Turn metrics as each turn starts speaking, with the turn's timeline. */
+  onTurn?(m: TurnMetrics, timeline: TurnTimeline): void;
   log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 

@@ -20,7 +20,8 @@
  * creations per second.
  */
 import { execFileSync, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
@@ -35,6 +36,9 @@ import { startPlatform } from '../src/platform.ts';
 import { createLogger } from '../src/log.ts';
 import { spawnNativeBackend } from '../src/inference/index.ts';
 import { percentile, round } from './lib.ts';
+import { backendTimedPlatformMs, HOPS, readBackendLoops, readBackendTimings } from './turn-timings.ts';
+import { runtimes } from '../src/agent/runtime.ts';
+import type { TurnTimeline } from '../actors/types.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -130,9 +134,12 @@ async function main() {
   // the callers' known phrase, synthesis of each distinct text once) instead of the native
   // backend, so the load takes little of the cores the platform is measured on.
   const light = process.argv.includes('--light-backend');
-  const backends = await Promise.all(Array.from({ length: backendCount }, () => spawnNativeBackend(light
-    ? { address: '127.0.0.1:0', entry: LIGHT_BACKEND, env: { BENCH_PHRASE: QUESTION, BENCH_PHRASE_MS: String(QUESTION_PCM.length / 16), LOG_LEVEL: 'warn' } }
-    : { address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast' } })));
+  // Each backend writes when it did its part of each turn (bench/turn-timings.ts).
+  const timingsDir = mkdtempSync(join(os.tmpdir(), 'parley-bench-'));
+  const timingFiles = Array.from({ length: backendCount }, (_, i) => join(timingsDir, `backend-${i}.jsonl`));
+  const backends = await Promise.all(timingFiles.map((timings) => spawnNativeBackend(light
+    ? { address: '127.0.0.1:0', entry: LIGHT_BACKEND, env: { BENCH_PHRASE: QUESTION, BENCH_PHRASE_MS: String(QUESTION_PCM.length / 16), LOG_LEVEL: 'warn', PARLEY_BACKEND_TIMINGS: timings } }
+    : { address: '127.0.0.1:0', engine: 'synthetic', env: { PARLEY_SYNTHETIC_PACING: 'fast', PARLEY_BACKEND_TIMINGS: timings } })));
   const backend = backends[0];
   // --platform-first: the backends and the simulated callers run at the lowest CPU priority
   // (nice 19), as a box that gives the platform the CPU first would. What the platform adds to
@@ -162,6 +169,8 @@ async function main() {
   } as const;
   const dbSchema = process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined;
   const platform = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
+  const timelines: TurnTimeline[] = [];
+  runtimes.get(platform.http)!.supervisor.watchTurns((tl) => { timelines.push(tl); });
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const post = async (path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -283,6 +292,8 @@ async function main() {
     return { p50: round(percentile(v, 50)), p99: round(percentile(v, 99)) };
   };
   const platformMs = rows.flatMap((r) => r.metrics?.turns ?? []).map((t) => t.platform_ms).filter((v): v is number => v !== null).sort((x, y) => x - y);
+  const timed = backendTimedPlatformMs(timelines, readBackendTimings(timingFiles));
+  const timedMs = timed.values.sort((x, y) => x - y);
   const totalMs = rows.flatMap((r) => r.metrics?.turns ?? []).map((t) => t.total_ms).filter((v): v is number => v !== null).sort((x, y) => x - y);
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
@@ -316,6 +327,12 @@ async function main() {
     turns: platformMs.length,
     agent_audio_seconds_received: round(stopped.agentAudioSeconds, 1),
     platform_added_turn_latency_ms: { p50: round(percentile(platformMs, 50)), p99: round(percentile(platformMs, 99)) },
+    platform_added_backend_timed_ms: {
+      p50: round(percentile(timedMs, 50)), p99: round(percentile(timedMs, 99)), max: round(timedMs.at(-1) ?? 0), turns: timedMs.length, unmatched: timed.unmatched,
+      by_hop: Object.fromEntries(HOPS.map((h) => { const v = [...timed.hops[h]].sort((x, y) => x - y); return [h, { p50: round(percentile(v, 50)), p99: round(percentile(v, 99)) }]; })),
+      ...(second ? { note: 'turns of the first node only' } : {}),
+    },
+    backend_event_loop_delay_ms: Object.fromEntries(readBackendLoops(timingFiles).map((l, i) => [(backendCount === 1 ? ['backend'] : backendCount === 2 ? ['backend_recognition', 'backend_synthesis_and_model'] : ['backend_recognition', 'backend_synthesis', 'backend_model'])[i], l && { p50: round(l.p50Ms), p99: round(l.p99Ms), max: round(l.maxMs) }])),
     turn_latency_total_ms: { p50: round(percentile(totalMs, 50)), p99: round(percentile(totalMs, 99)) },
     turn_latency_parts_ms: { recognition: part('recognition_ms'), decide: part('decide_ms'), model: part('model_ms'), synthesis: part('synthesis_ms') },
     backend_cpu_note: 'the native backend (synthetic recognizer and synthesizer) runs in its own process on the same cores',
@@ -327,6 +344,7 @@ async function main() {
   await second?.stop();
   await platform.close();
   await Promise.all(backends.map((b) => b.stop()));
+  rmSync(timingsDir, { recursive: true, force: true });
   process.exit(0);
 }
 

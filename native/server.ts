@@ -7,10 +7,13 @@
 // Environment: BACKEND_ADDRESS; PARLEY_SPEECH_ENGINE (espeak | synthetic, default espeak);
 // PARLEY_SYNTHETIC_TTFA_MS (time to first audio, default 0); PARLEY_SYNTHETIC_PACING
 // (fast | realtime, default fast); PARLEY_CHUNK_MS (audio per chunk, default 100);
-// PARLEY_MAX_CALLS (concurrent calls, default 4096).
+// PARLEY_MAX_CALLS (concurrent calls, default 4096); PARLEY_BACKEND_TIMINGS (a file: one JSON
+// line per turn part this backend served, `CallTiming` in service.ts, for bench/sessions.ts).
 // When run as a program it prints one line `{"ready":true,"address":"host:port"}` on
 // stdout once it listens, and stops on SIGTERM/SIGINT.
 import * as grpc from '@grpc/grpc-js';
+import { createWriteStream } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { pino, type Logger } from 'pino';
 import { pathToFileURL } from 'node:url';
@@ -18,7 +21,7 @@ import { inferenceServiceDefinition } from '../src/inference/grpc-service.ts';
 import { createEspeakEngine } from './engines/espeak.ts';
 import { createSyntheticEngine } from './engines/synthetic-engine.ts';
 import type { SpeechEngine } from './engines/types.ts';
-import { createService, LIMITS, type CallInfo, type StreamRecognizer } from './service.ts';
+import { createService, LIMITS, type CallInfo, type CallTiming, type LoopTiming, type StreamRecognizer } from './service.ts';
 import type { Pacing } from './speech.ts';
 
 export interface BackendOptions {
@@ -40,6 +43,8 @@ export interface BackendOptions {
   syntheticWorkers?: number;
   /** Observes every call's metadata (traceparent, x-request-id, x-team-id). */
   onCall?: (info: CallInfo) => void;
+  /** Observes the timings of turn parts (see `CallTiming`). Default: PARLEY_BACKEND_TIMINGS, a file they are appended to as JSON lines. */
+  onTiming?: (t: CallTiming) => void;
   /**
    * Engine substitutes, for load generators that must cost the machine little (bench/README.md,
    * "a light backend"): wraps the engine behind the speech models, and replaces the realtime
@@ -104,6 +109,18 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   // The speech engine and the recognizer load before the server says it is ready.
   await Promise.all([engines[speechName].warm?.(), synthetic.warm?.()]);
   const log = opts.logger ?? pino({ level: 'silent' });
+  const timingsFile = opts.onTiming ? null : process.env.PARLEY_BACKEND_TIMINGS;
+  const timings = timingsFile ? createWriteStream(timingsFile, { flags: 'a' }) : null;
+  const onTiming = opts.onTiming ?? (timings ? (t: CallTiming) => void timings.write(`${JSON.stringify(t)}\n`) : undefined);
+  // With the timings, this process's event-loop delay since it started, once a second (`LoopTiming`):
+  // what its own turn parts waited behind, apart from the platform's.
+  const loop = timings ? monitorEventLoopDelay({ resolution: 5 }) : null;
+  loop?.enable();
+  const loopTimer = loop ? setInterval(() => {
+    const line: LoopTiming = { rpc: 'loop', at: Date.now(), p50Ms: loop.percentile(50) / 1e6, p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 };
+    timings!.write(`${JSON.stringify(line)}\n`);
+  }, 1000) : null;
+  loopTimer?.unref();
   const { handlers, stats } = createService({
     speech: opts.wrapSpeech ? opts.wrapSpeech(engines[speechName]) : engines[speechName],
     engines,
@@ -116,6 +133,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     chunkMs: opts.chunkMs ?? envNumber('PARLEY_CHUNK_MS', 100),
     maxConcurrentCalls: opts.maxConcurrentCalls ?? envNumber('PARLEY_MAX_CALLS', 4096),
     onCall: opts.onCall,
+    onTiming,
     logger: log,
   });
   const server = new grpc.Server({
@@ -142,6 +160,8 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
           server.tryShutdown(() => { clearTimeout(t); resolve(); });
         });
         await Promise.all(Object.values(engines).map((e) => e.close()));
+        if (loopTimer) clearInterval(loopTimer);
+        if (timings) await new Promise<void>((resolve) => timings.end(resolve));
       })()),
   };
 }

@@ -60,7 +60,32 @@ export interface ServiceOptions {
   maxConcurrentCalls: number;
   /** Observes every call with the metadata the platform sends (for logs and tests). */
   onCall?: (info: CallInfo) => void;
+  /** Observes when this backend did the parts of a conversation's turn (PARLEY_BACKEND_TIMINGS). */
+  onTiming?: (t: CallTiming) => void;
   logger: Logger;
+}
+
+/**
+ * When the backend did its part of a turn, in ms since the epoch, keyed by the call's
+ * `x-request-id` (the platform sends the session id there). bench/sessions.ts takes these
+ * from the platform's turn timelines to measure what the platform adds between them.
+ * - `transcribeStream`: an end of speech at stream position `atMs`: the audio at that position
+ *   arrived at `heardAt`, the event was written at `sentAt`.
+ * - `generate`: the call arrived at `receivedAt`; each text delta was written at `textAt[i]`.
+ * - `synthesizeStream`: its first text arrived at `textAt`, its first audio was written at `audioAt`.
+ */
+export type CallTiming =
+  | { rpc: 'transcribeStream'; requestId: string; atMs: number; heardAt: number; sentAt: number }
+  | { rpc: 'generate'; requestId: string; receivedAt: number; textAt: number[] }
+  | { rpc: 'synthesizeStream'; requestId: string; textAt: number; audioAt: number };
+
+/** The backend process's event-loop delay since it started, written beside the call timings. */
+export interface LoopTiming {
+  rpc: 'loop';
+  at: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
 }
 
 /** What a call's metadata says about it. */
@@ -72,6 +97,8 @@ export interface CallInfo {
   /** The request message of a call with one request (synthesize, generate), or Transcribe's config, as decoded. */
   request?: unknown;
 }
+
+const requestIdOf = (md: grpc.Metadata) => String(md.get('x-request-id')[0] ?? '');
 
 /** A gRPC status error. */
 export class StatusError extends Error {
@@ -198,6 +225,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       const ac = abortOn(call);
       let release = () => {};
       const write = writer(call, ac.signal);
+      // Timing (only when observed): the first text's arrival and the first audio's write.
+      let textAt = 0;
+      let audioAt = 0;
+      const timed = o.onTiming;
       // Requests are handled in order by one loop; text waits in `buffer` until a sentence
       // ends, it grows past chunk_length, a flush arrives, or the caller half-closes.
       const queue: ({ text: string } | { flush: bigint } | { end: true } | { config: SynthesizeRequest })[] = [];
@@ -206,7 +237,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       call.on('data', (m: (typeof call extends grpc.ServerDuplexStream<infer R, unknown> ? R : never)) => {
         const ev = m.event;
         if (ev.case === 'config') push({ config: ev.value });
-        else if (ev.case === 'text') push({ text: ev.value });
+        else if (ev.case === 'text') {
+          if (timed && !textAt) textAt = Date.now();
+          push({ text: ev.value });
+        }
         else if (ev.case === 'flush') push({ flush: ev.value.id });
       });
       call.on('end', () => push({ end: true }));
@@ -218,7 +252,15 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         const speak = async (text: string, final: boolean) => {
           if (!timeline) throw invalid('config: the first message must be a config');
           const segs = segmentText(text, chunkLength);
-          if (segs.length || final) await timeline.run(segs, (c) => write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } })), final);
+          if (segs.length || final) {
+            await timeline.run(segs, (c) => {
+              if (timed && !audioAt && textAt && c.audio.length) {
+                audioAt = Date.now();
+                timed({ rpc: 'synthesizeStream', requestId: requestIdOf(call.metadata), textAt, audioAt });
+              }
+              return write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } }));
+            }, final);
+          }
         };
         ac.signal.addEventListener('abort', () => wake?.(), { once: true });
         for (;;) {
@@ -326,6 +368,17 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       let rateHz = 0;
       const write = writer(call, ac.signal);
       let chain = Promise.resolve();
+      // Timing (only when observed): when the audio up to each stream position arrived, for the
+      // last few seconds (end positions in ms, arrival times), and when each end of speech left.
+      const timed = o.onTiming;
+      let heardMs = 0;
+      const arrivals: [number, number][] = [];
+      // A position's arrival: the arrival of the piece holding it, less the audio after it in
+      // that piece (as if it came in real time, as the platform counts it).
+      const heardAt = (atMs: number) => {
+        const [end, at] = arrivals.find(([e]) => e >= atMs) ?? arrivals[arrivals.length - 1] ?? [atMs, Date.now()];
+        return at - Math.max(0, end - atMs);
+      };
       const send = (events: StreamEvent[], forceCommit: boolean) => {
         let committed = false;
         for (const ev of events) {
@@ -337,7 +390,14 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             committed = true;
             out = { case: 'committed', value: create(CommittedSchema, { text: ev.text, words: ev.words.map((w) => create(SegmentSchema, w)) }) };
           }
-          chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: out })));
+          if (timed && ev.type === 'speech_ended') {
+            const { atMs } = ev;
+            const at = heardAt(atMs);
+            chain = chain.then(() => {
+              timed({ rpc: 'transcribeStream', requestId: requestIdOf(call.metadata), atMs, heardAt: at, sentAt: Date.now() });
+              return write(create(TranscribeStreamResponseSchema, { event: out }));
+            });
+          } else chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: out })));
         }
         if (forceCommit && !committed) chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: { case: 'committed', value: create(CommittedSchema, {}) } })));
       };
@@ -363,6 +423,11 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           } else if (!decoder) {
             throw invalid('config: the first message must be a config');
           } else if (ev.case === 'audio') {
+            if (timed) {
+              heardMs += (ev.value.length / 2 / rateHz) * 1000;
+              arrivals.push([heardMs, Date.now()]);
+              if (arrivals.length > 256) arrivals.splice(0, 128);
+            }
             send(decoder.push(bytesToPcm(ev.value)), false);
           } else if (ev.case === 'commit') {
             send(decoder.flush(), true);
@@ -380,6 +445,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     generate(call) {
+      const receivedAt = Date.now();
       observe('generate', call.metadata, call.request);
       const ac = abortOn(call);
       let release = () => {};
@@ -397,13 +463,17 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
         const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
         const write = writer(call, ac.signal);
+        const textAt: number[] = [];
         for (const e of r.events) {
-          if (e.textDelta !== undefined) await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.textDelta } }));
-          else if (e.toolCall) await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, e.toolCall) } }));
+          if (e.textDelta !== undefined) {
+            if (o.onTiming) textAt.push(Date.now());
+            await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.textDelta } }));
+          } else if (e.toolCall) await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, e.toolCall) } }));
         }
         const reason = r.finish === 'tool_calls' ? FinishReason.TOOL_CALLS : r.finish === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
         await write(create(GenerateResponseSchema, { event: { case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens: r.inputTokens, outputTokens: r.outputTokens }) }) } }));
         call.end();
+        o.onTiming?.({ rpc: 'generate', requestId: requestIdOf(call.metadata), receivedAt, textAt });
       })()
         .catch((err) => report(call, err))
         .finally(() => release());

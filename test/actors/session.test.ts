@@ -1,7 +1,7 @@
 import t from 'tap';
 import { TestClock } from '../../actors/clock.ts';
 import { startSession } from '../../actors/session.ts';
-import type { LlmEvent, SessionPlan } from '../../actors/types.ts';
+import type { LlmEvent, SessionPlan, TurnMetrics, TurnTimeline } from '../../actors/types.ts';
 import { createFakeBackend, createRecorder } from '../fixtures/session-backend.ts';
 
 function makePlan(over: Partial<SessionPlan> = {}): SessionPlan {
@@ -173,6 +173,38 @@ t.test('turn latency parts: recognition from the last end of speech, the model u
   t.match(handle.turns[0], { recognition_ms: 50, decide_ms: 200, synthesis_ms: 0, platform_ms: 0 });
   t.ok(handle.turns[0].model_ms! >= 300, `the model's share covers its first sentence (${handle.turns[0].model_ms} ms)`);
   t.equal(handle.turns[0].total_ms, handle.turns[0].recognition_ms! + 200 + handle.turns[0].model_ms!, 'the parts add up');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('turn timeline (onTurn): the moments behind the metrics, and the arrival of the end of speech from the audio pieces', async (t) => {
+  const clock = new TestClock();
+  const fake = createFakeBackend({ reply: () => words('Sure thing. ') });
+  const rec = createRecorder();
+  const seen: [TurnMetrics, TurnTimeline][] = [];
+  const handle = startSession(makePlan({ decideMs: 200 }), { backend: fake, output: rec.output, record: rec.record, clock, onTurn: (m, tl) => seen.push([m, tl]) });
+  await clock.tick(10);
+  // Ten 100 ms pieces, one every 100 ms; the fifth (500–600 ms of the stream) arrives at `fifth`.
+  let fifth = 0;
+  for (let i = 0; i < 10; i++) {
+    if (i === 5) fifth = clock.now();
+    handle.sendAudio(new Uint8Array(3200));
+    await clock.tick(100);
+  }
+  fake.stt!.push({ type: 'speech_started', atMs: 100 });
+  fake.stt!.push({ type: 'committed', text: 'Hello there' });
+  fake.stt!.push({ type: 'speech_ended', atMs: 550 });
+  await clock.tick(10);
+  await clock.tick(1000);
+  t.equal(seen.length, 1);
+  const [m, tl] = seen[0];
+  t.match(tl, { sessionId: 'sess_test', turnId: 1, decideMs: 200, textEventsToSpeakable: 2 });
+  t.equal(tl.speechHeardAt, fifth - 50, 'its piece\'s arrival less the 50 ms of audio after it in that piece');
+  t.equal(tl.recognizedAt! - tl.speechEndedAt!, m.recognition_ms);
+  t.equal(tl.firstAudioAt! - tl.speechEndedAt!, m.total_ms);
+  t.equal(tl.startedAt - tl.recognizedAt!, 200, 'the eagerness wait, then the reply starts');
+  t.equal(tl.firstSpeakableAt! - tl.startedAt, m.model_ms);
+  t.equal(tl.firstAudioAt! - tl.firstTtsAt!, m.synthesis_ms);
   handle.end('test');
   await handle.ended;
 });
