@@ -123,7 +123,7 @@ export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = 
 const ROLE: Record<ChatMessage['role'], Role> = { system: Role.SYSTEM, user: Role.USER, assistant: Role.ASSISTANT, tool: Role.TOOL };
 
 /** The inference client as a session backend: 16 kHz PCM both ways, resampled when needed. */
-export function inferenceBackend(inference: InferenceClient, o: { teamId: string; chatModel: string; requestId?: string; resolveVoice?: VoiceResolver; log?: Logger }): SessionBackend {
+export function inferenceBackend(inference: InferenceClient, o: { teamId: string; chatModel: string; requestId?: string; resolveVoice?: VoiceResolver; log?: Logger; voiceId?: string }): SessionBackend {
   const call = (signal: AbortSignal) => ({ signal, teamId: o.teamId, requestId: o.requestId });
   // The agent's voice_id names a stored voice model: resolved once per session to reference
   // audio (as /v1/tts does); a voice the registry does not know speaks with the backend's
@@ -141,6 +141,9 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
         return {};
       }
     })());
+  // The session's voice (`voiceId`) is looked up as it starts, not when its first reply is ready
+  // to speak: the store's answer was on that turn's path whenever the model answered first.
+  if (o.voiceId !== undefined) void voiceFor(o.voiceId);
   return {
     async transcribe({ language, signal }) {
       const s = await inference.transcribeStream({ model: 'transcribe-1', language, input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: SESSION_SAMPLE_RATE_HZ } }, call(signal));
@@ -426,7 +429,7 @@ export class SessionRuntime {
       : null;
     const handle = this.supervisor.start(
       plan,
-      { backend: withCustomLlm(inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log }), config, {
+      { backend: withCustomLlm(inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log, voiceId: plan.voiceId }), config, {
         session, plan, box: this.o.box, allow: this.o.outboundAllow, log,
         onFailure: (f) => {
           record([{ type: 'llm.endpoint_error', payload: { ...f, created_at: new Date(clock.now()).toISOString() } } as unknown as SessionItem]);
