@@ -16,8 +16,10 @@
  *
  * Prints one JSON object: sessions held, memory and CPU per session, turns, the platform-
  * added turn latency (per turn: end of speech → first agent audio sent, minus recognition,
- * eagerness, model and synthesis time as the backend took them) p50/p99, and session
- * creations per second.
+ * eagerness, model and synthesis time as the platform timed its calls) p50/p99; the same
+ * measured against the backends' own clocks (`platform_added_backend_timed_ms`, by hop: each
+ * backend writes when it did its part to a PARLEY_BACKEND_TIMINGS file, bench/turn-timings.ts),
+ * with the backends' event-loop delay; and session creations per second.
  */
 import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
