@@ -95,7 +95,14 @@ export class Supervisor {
         if (v !== null) this.latency.observe({ part }, v / 1000);
       }
       deps.onTurn?.(m, timeline);
-      for (const w of this.turnWatchers) w(timeline, m);
+      for (const w of this.turnWatchers) {
+        try {
+          w(timeline, m);
+        } catch (err) {
+          // A watcher (a bench, a probe) never fails the turn it watches.
+          this.options.log?.warn({ err }, 'turn watcher failed');
+        }
+      }
     };
     const handle = startSession(plan, { ...deps, clock: deps.clock ?? this.options.clock, onTurn, log: deps.log ?? this.options.log });
     this.sessions.set(plan.sessionId, handle);

@@ -99,3 +99,25 @@ t.test('drain ends every session and stops taking new ones', async (t) => {
 async function registry(sup: Supervisor) {
   return (sup.options.registry as client.Registry).metrics();
 }
+
+t.test('watchTurns: every session’s turns reach the watchers; a watcher that throws fails no turn, and unwatching stops them', async (t) => {
+  const { sup, launch, clock } = setup(4);
+  const seen: string[] = [];
+  const unwatch = sup.watchTurns((tl, m) => { seen.push(`${tl.sessionId}:${tl.turnId}:${m.total_ms === tl.firstAudioAt! - tl.speechEndedAt!}`); });
+  sup.watchTurns(() => { throw new Error('a broken probe'); });
+  const a = launch('a');
+  const b = launch('b');
+  await clock.tick(10);
+  a.fake.say('Hello');
+  b.fake.say('Hi there');
+  await clock.tick(2000);
+  t.same(seen.sort(), ['a:1:true', 'b:1:true']);
+  t.same(a.rec.items.map((i) => i.payload.role), ['user', 'assistant'], 'the turn went on: both sides recorded');
+  unwatch();
+  a.fake.say('Again');
+  await clock.tick(2000);
+  t.equal(seen.length, 2, 'no more after unwatching');
+  sup.end('a', 'test');
+  sup.end('b', 'test');
+  await clock.tick(20);
+});
