@@ -98,7 +98,9 @@ export interface CallInfo {
   request?: unknown;
 }
 
-const requestIdOf = (md: grpc.Metadata) => String(md.get('x-request-id')[0] ?? '');
+/** A request header's first value, or '' (the platform's `traceparent`, `x-request-id`, `x-team-id`). */
+const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
+const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
 
 /** A gRPC status error. */
 export class StatusError extends Error {
@@ -151,8 +153,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     fail(call, err);
   };
   const observe = (rpc: string, md: grpc.Metadata, request?: unknown) => {
-    const get = (k: string) => String(md.get(k)[0] ?? '');
-    const info = { rpc, traceparent: get('traceparent'), requestId: get('x-request-id'), teamId: get('x-team-id') };
+    const info = { rpc, traceparent: header(md, 'traceparent'), requestId: requestIdOf(md), teamId: header(md, 'x-team-id') };
     o.logger.debug(info, 'call');
     o.onCall?.(request === undefined ? info : { ...info, request });
   };

@@ -31,6 +31,22 @@ function callerFrames(): Int16Array[] {
   return frames;
 }
 
+/** One TranscribeStream call over gRPC: the config, these audio pieces, the end; every response. */
+async function transcribe(client: ReturnType<typeof createGrpcClient>, pieces: Uint8Array[]): Promise<TranscribeStreamResponse[]> {
+  const call = client.transcribeStream() as unknown as grpc.ClientDuplexStream<unknown, TranscribeStreamResponse>;
+  const responses: TranscribeStreamResponse[] = [];
+  const ended = new Promise<void>((resolve, reject) => {
+    call.on('data', (m: TranscribeStreamResponse) => responses.push(m));
+    call.on('end', () => resolve());
+    call.on('error', reject);
+  });
+  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'config', value: { model: 'transcribe-1', language: 'en', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: RATE } } } }));
+  for (const value of pieces) call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value } }));
+  call.end();
+  await ended;
+  return responses;
+}
+
 function run(r: { push(pcm: Int16Array): StreamEvent[]; flush(): StreamEvent[] }, frames: Int16Array[]): StreamEvent[] {
   return [...frames.flatMap((f) => r.push(f)), ...r.flush()];
 }
@@ -92,17 +108,7 @@ t.test('startBackend: streamRecognizer replaces the realtime recognizer, wrapSpe
     client.close();
     await backend.close();
   });
-  const call = client.transcribeStream() as unknown as grpc.ClientDuplexStream<unknown, TranscribeStreamResponse>;
-  const events: string[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    call.on('data', (m: TranscribeStreamResponse) => events.push(`${m.event.case}:${m.event.case === 'partial' ? m.event.value : m.event.case === 'committed' ? m.event.value.text : ''}`));
-    call.on('end', () => resolve());
-    call.on('error', reject);
-  });
-  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'config', value: { model: 'transcribe-1', language: 'en', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: RATE } } } }));
-  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value: new Uint8Array(640) } }));
-  call.end();
-  await ended;
+  const events = (await transcribe(client, [new Uint8Array(640)])).map((m) => `${m.event.case}:${m.event.case === 'partial' ? m.event.value : m.event.case === 'committed' ? m.event.value.text : ''}`);
   t.same(events, ['partial:heard 320 samples', 'committed:done']);
 
   const chunks: number[] = [];
@@ -129,19 +135,9 @@ t.test('spawnNativeBackend({ entry }): runs the light backend as the supervised 
     client.close();
     await backend.stop();
   });
-  const call = client.transcribeStream() as unknown as grpc.ClientDuplexStream<unknown, TranscribeStreamResponse>;
-  const committed: string[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    call.on('data', (m: TranscribeStreamResponse) => { if (m.event.case === 'committed') committed.push(m.event.value.text); });
-    call.on('end', () => resolve());
-    call.on('error', reject);
-  });
-  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'config', value: { model: 'transcribe-1', language: 'en', input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: RATE } } } }));
   // Any sound is the phrase to this recognizer: a tone that the synthetic decoder would not read.
   const tone = new Int16Array(RATE / 2).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / RATE)));
-  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value: new Uint8Array(tone.buffer) } }));
-  call.write(create(TranscribeStreamRequestSchema, { event: { case: 'audio', value: new Uint8Array(RATE) } }));
-  call.end();
-  await ended;
+  const responses = await transcribe(client, [new Uint8Array(tone.buffer), new Uint8Array(RATE)]);
+  const committed = responses.flatMap((m) => (m.event.case === 'committed' ? [m.event.value.text] : []));
   t.same(committed, [PHRASE], 'the light recognizer answered, not the synthetic one');
 });
