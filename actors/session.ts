@@ -215,7 +215,7 @@ class TurnRun {
     readonly turnId: number,
     private readonly reply: Reply,
     private readonly messages: ChatMessage[],
-    private readonly timing: { speechEndedAt: number | null; heardAt: number | null; recognitionMs: number | null; decideMs: number | null },
+    private readonly timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null },
     private readonly sendBack: (e: SessionEvent) => void,
     private readonly onMetrics: (m: TurnMetrics, timeline: TurnTimeline) => void,
     private readonly tools: ToolCalls,
@@ -303,7 +303,6 @@ class TurnRun {
       sessionId: this.plan.sessionId,
       turnId: this.turnId,
       speechEndedAt: this.timing.speechEndedAt,
-      speechHeardAt: this.timing.heardAt,
       recognizedAt: this.timing.speechEndedAt !== null && rec !== null ? this.timing.speechEndedAt + rec : null,
       decideMs: decide,
       startedAt: t.start,
@@ -451,10 +450,8 @@ export interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
-  /** When the caller's audio at a stream position (ms) arrived, if it is recent (turn timelines). */
+  /** When the caller's audio at a stream position (ms) arrived, if it is recent (null otherwise). */
   heardAt?(atMs: number): number | null;
-  /** That arrival for the last end of speech. */
-  speechHeardAt?: number | null;
   /** The machine's context as it is now (set once the actor exists). */
   context?: () => Ctx;
   /** The session's tool calls (created with the session; lazily, without background delivery, otherwise). */
@@ -472,7 +469,7 @@ interface TurnInput {
   reply: Reply;
   messages: ChatMessage[];
   turnId: number;
-  timing: { speechEndedAt: number | null; heardAt: number | null; recognitionMs: number | null; decideMs: number | null };
+  timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null };
 }
 
 export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 }) {
@@ -572,13 +569,15 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       speechOff: assign(({ context, event }) => {
         const now = deps.clock.now();
         const atMs = event.type === 'stt.speech_ended' ? event.atMs : null;
-        const audioNow = io.sttSentMs;
-        // The recognizer reports where speech ended in stream time; the audio after it
-        // arrived (audioNow − atMs) ago, so that is how long recognition took to say so.
-        const recognitionMs = atMs !== null && audioNow !== null ? Math.max(0, audioNow - atMs) : null;
-        // Both from this end of speech: a pause and a resumption before it measured an earlier one.
-        io.speechHeardAt = atMs !== null ? io.heardAt?.(atMs) ?? null : null;
-        return { userSpeaking: false, speechEndedAt: now - (recognitionMs ?? 0), recognitionMs };
+        // The recognizer reports where speech ended in stream time. That audio arrived when the
+        // piece holding it did (less the audio after it in the piece); for audio older than the
+        // pieces kept, as if the audio since came in real time (audioNow − atMs ago). Recognition
+        // is from then to now. Both from this end of speech: a pause and a resumption before it
+        // measured an earlier one.
+        if (atMs === null) return { userSpeaking: false, speechEndedAt: now, recognitionMs: null };
+        const arrived = io.heardAt?.(atMs) ?? now - Math.max(0, io.sttSentMs - atMs);
+        const speechEndedAt = Math.min(now, arrived);
+        return { userSpeaking: false, speechEndedAt, recognitionMs: now - speechEndedAt };
       }),
       committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
       /** The caller's turn is taken: final transcript, history, record. */
@@ -742,7 +741,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
                 // The opener's instructions go last, as the turn the model answers.
                 if (reply.kind === 'generate' && reply.instructions) messages.push({ role: 'user', content: reply.instructions });
                 const decideMs = context.speechEndedAt !== null ? context.plan.decideMs : null;
-                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, heardAt: context.speechEndedAt !== null ? io.speechHeardAt ?? null : null, recognitionMs: context.recognitionMs, decideMs } };
+                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, recognitionMs: context.recognitionMs, decideMs } };
               },
             },
             on: {
@@ -833,13 +832,19 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   let state: AgentState = 'initializing';
   let sentBytes = 0;
   // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
-  // the last ARRIVALS pieces, for the turn timeline's end of speech (TurnTimeline.speechHeardAt).
+  // the last ARRIVALS pieces: where the caller's end of speech arrived (TurnMetrics.recognition_ms).
   const arrivals = new Float64Array(ARRIVALS * 2);
   let pieces = 0;
   io.heardAt = (atMs) => {
-    for (let i = Math.max(0, pieces - ARRIVALS); i < pieces; i++) {
+    // The piece holding atMs: the first whose end is at or after it, with the piece before it
+    // ending before it (the oldest piece kept has no known start, so it cannot be that piece
+    // unless it is the stream's first).
+    const oldest = Math.max(0, pieces - ARRIVALS);
+    let start = oldest === 0 ? 0 : Infinity;
+    for (let i = oldest; i < pieces; i++) {
       const k = (i % ARRIVALS) * 2;
-      if (arrivals[k] >= atMs) return arrivals[k + 1] - (arrivals[k] - atMs);
+      if (arrivals[k] >= atMs) return start <= atMs ? arrivals[k + 1] - (arrivals[k] - atMs) : null;
+      start = arrivals[k];
     }
     return null;
   };

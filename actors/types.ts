@@ -97,7 +97,10 @@ export interface SessionItem {
 /** Latency of one turn, from the end of the caller's speech to the agent's first audio. */
 export interface TurnMetrics {
   turn_id: number;
-  /** End of speech (audio time mapped to arrival) → the recognizer said the speech ended. */
+  /**
+   * End of speech (the arrival of the audio where it ended; for audio older than the ~5 s a
+   * session keeps, as if the audio since came in real time) → the recognizer said it ended.
+   */
   recognition_ms: number | null;
   /** The eagerness wait before answering. */
   decide_ms: number | null;
@@ -120,14 +123,8 @@ export interface TurnMetrics {
 export interface TurnTimeline {
   sessionId: string;
   turnId: number;
-  /** The caller's end of speech, mapped to the arrival of that audio (null for turns not spoken). */
+  /** The caller's end of speech: the arrival of that audio (null for turns not spoken). */
   speechEndedAt: number | null;
-  /**
-   * The same end of speech, from the recorded arrival of the piece of audio holding it (less the
-   * audio after it in that piece) rather than from how much audio came since; null when older
-   * than the pieces a session keeps.
-   */
-  speechHeardAt: number | null;
   /** When the recognizer's end-of-speech event was handled. */
   recognizedAt: number | null;
   decideMs: number | null;

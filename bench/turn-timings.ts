@@ -87,10 +87,6 @@ export function backendTimedPlatformMs(timelines: TurnTimeline[], timings: CallT
   let unmatched = 0;
   for (const tl of timelines) {
     if (tl.speechEndedAt === null || tl.recognizedAt === null || tl.firstAudioAt === null || tl.firstTtsAt === null || tl.textEventsToSpeakable < 1) continue;
-    if (tl.speechHeardAt === null) {
-      unmatched++;
-      continue;
-    }
     const calls = bySession.get(tl.sessionId) ?? [];
     let rec: Extract<CallTiming, { rpc: 'transcribeStream' }> | null = null;
     let gen: Extract<CallTiming, { rpc: 'generate' }> | null = null;
@@ -107,11 +103,11 @@ export function backendTimedPlatformMs(timelines: TurnTimeline[], timings: CallT
       unmatched++;
       continue;
     }
-    const total = tl.firstAudioAt - tl.speechHeardAt;
+    const total = tl.firstAudioAt - tl.speechEndedAt;
     const backend = (rec.sentAt - rec.heardAt) + (speakable - gen.receivedAt) + (syn.audioAt - syn.textAt);
     values.push(Math.max(0, total - backend - (tl.decideMs ?? 0)));
     const firstSpeakableAt = tl.firstSpeakableAt ?? tl.firstTtsAt;
-    hops.ingest.push(rec.heardAt - tl.speechHeardAt);
+    hops.ingest.push(rec.heardAt - tl.speechEndedAt);
     hops.recognized.push(tl.recognizedAt - rec.sentAt);
     hops.toModel.push(gen.receivedAt - tl.startedAt);
     hops.fromModel.push(firstSpeakableAt - speakable);

@@ -70,7 +70,8 @@ export interface ServiceOptions {
  * `x-request-id` (the platform sends the session id there). bench/sessions.ts takes these
  * from the platform's turn timelines to measure what the platform adds between them.
  * - `transcribeStream`: an end of speech at stream position `atMs`: the audio at that position
- *   arrived at `heardAt`, the event was written at `sentAt`.
+ *   arrived at `heardAt`, the event was written at `sentAt` (none when that audio is older than
+ *   the last 128–256 pieces received).
  * - `generate`: the call arrived at `receivedAt`; each text delta was written at `textAt[i]`.
  * - `synthesizeStream`: its first text arrived at `textAt`, its first audio was written at `audioAt`.
  */
@@ -375,10 +376,12 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       let heardMs = 0;
       const arrivals: [number, number][] = [];
       // A position's arrival: the arrival of the piece holding it, less the audio after it in
-      // that piece (as if it came in real time, as the platform counts it).
+      // that piece; null when that piece is no longer kept (or not yet heard).
+      let dropped = 0; // the end of the last piece no longer kept
       const heardAt = (atMs: number) => {
-        const [end, at] = arrivals.find(([e]) => e >= atMs) ?? arrivals[arrivals.length - 1] ?? [atMs, Date.now()];
-        return at - Math.max(0, end - atMs);
+        const i = arrivals.findIndex(([e]) => e >= atMs);
+        const start = i > 0 ? arrivals[i - 1][0] : dropped;
+        return i < 0 || start > atMs ? null : arrivals[i][1] - (arrivals[i][0] - atMs);
       };
       const send = (events: StreamEvent[], forceCommit: boolean) => {
         let committed = false;
@@ -391,9 +394,9 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             committed = true;
             out = { case: 'committed', value: create(CommittedSchema, { text: ev.text, words: ev.words.map((w) => create(SegmentSchema, w)) }) };
           }
-          if (timed && ev.type === 'speech_ended') {
+          const at = timed && ev.type === 'speech_ended' ? heardAt(ev.atMs) : null;
+          if (timed && at !== null && ev.type === 'speech_ended') {
             const { atMs } = ev;
-            const at = heardAt(atMs);
             chain = chain.then(() => {
               timed({ rpc: 'transcribeStream', requestId: requestIdOf(call.metadata), atMs, heardAt: at, sentAt: Date.now() });
               return write(create(TranscribeStreamResponseSchema, { event: out }));
@@ -427,7 +430,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             if (timed) {
               heardMs += (ev.value.length / 2 / rateHz) * 1000;
               arrivals.push([heardMs, Date.now()]);
-              if (arrivals.length > 256) arrivals.splice(0, 128);
+              if (arrivals.length > 256) dropped = arrivals.splice(0, 128)[127][0];
             }
             send(decoder.push(bytesToPcm(ev.value)), false);
           } else if (ev.case === 'commit') {

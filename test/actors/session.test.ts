@@ -160,8 +160,8 @@ t.test('turn latency parts: recognition from the last end of speech, the model u
   fake.stt!.push({ type: 'speech_started', atMs: 700 }); // the caller goes on
   handle.sendAudio(ms(500));
   fake.stt!.push({ type: 'committed', text: 'Hello there' });
-  fake.stt!.push({ type: 'speech_ended', atMs: 1450 }); // the end of speech, said 50 ms late
-  await clock.tick(10);
+  fake.stt!.push({ type: 'speech_ended', atMs: 1450 }); // the end of speech: 50 ms before its piece's end
+  await clock.tick(10); // … and said 10 ms after that piece arrived
   await clock.tick(200); // eagerness
   t.equal(fake.requests.length, 1, 'the turn started');
   await clock.tick(300); // "One " is out; the sentence is not complete for 300 ms
@@ -170,7 +170,7 @@ t.test('turn latency parts: recognition from the last end of speech, the model u
   await clock.tick(1000);
   t.same(fake.spoken.slice(0, 1), ['One moment please. ']);
   t.equal(handle.turns.length, 1);
-  t.match(handle.turns[0], { recognition_ms: 50, decide_ms: 200, synthesis_ms: 0, platform_ms: 0 });
+  t.match(handle.turns[0], { recognition_ms: 60, decide_ms: 200, synthesis_ms: 0, platform_ms: 0 }, 'recognition: the audio after the end in its piece, and the wait after the piece arrived');
   t.ok(handle.turns[0].model_ms! >= 300, `the model's share covers its first sentence (${handle.turns[0].model_ms} ms)`);
   t.equal(handle.turns[0].total_ms, handle.turns[0].recognition_ms! + 200 + handle.turns[0].model_ms!, 'the parts add up');
   handle.end('test');
@@ -199,12 +199,25 @@ t.test('turn timeline (onTurn): the moments behind the metrics, and the arrival 
   t.equal(seen.length, 1);
   const [m, tl] = seen[0];
   t.match(tl, { sessionId: 'sess_test', turnId: 1, decideMs: 200, textEventsToSpeakable: 2 });
-  t.equal(tl.speechHeardAt, fifth - 50, 'its piece\'s arrival less the 50 ms of audio after it in that piece');
+  t.equal(tl.speechEndedAt, fifth - 50, 'its piece\'s arrival less the 50 ms of audio after it in that piece');
   t.equal(tl.recognizedAt! - tl.speechEndedAt!, m.recognition_ms);
   t.equal(tl.firstAudioAt! - tl.speechEndedAt!, m.total_ms);
   t.equal(tl.startedAt - tl.recognizedAt!, 200, 'the eagerness wait, then the reply starts');
   t.equal(tl.firstSpeakableAt! - tl.startedAt, m.model_ms);
   t.equal(tl.firstAudioAt! - tl.firstTtsAt!, m.synthesis_ms);
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('recognition of an end of speech older than the audio pieces kept: as if the audio since came in real time', async (t) => {
+  const { clock, handle, fake } = await start({ decideMs: 0 });
+  // 300 pieces of 20 ms arrive at once; a session keeps the arrival of the last 256 only.
+  for (let i = 0; i < 300; i++) handle.sendAudio(new Uint8Array(640));
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  fake.stt!.push({ type: 'committed', text: 'Hello' });
+  fake.stt!.push({ type: 'speech_ended', atMs: 100 }); // in the fifth piece: no longer kept
+  await clock.tick(1000);
+  t.equal(handle.turns[0].recognition_ms, 6000 - 100, 'the 5,900 ms of audio after it');
   handle.end('test');
   await handle.ended;
 });
