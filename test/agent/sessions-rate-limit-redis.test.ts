@@ -1,4 +1,6 @@
+import t from 'tap';
 import { rateLimitSuite } from './sessions-rate-limit-suite.ts';
 
-// 429 per agent and per IP on Redis (REDIS_URL, else the local Redis of every project machine).
-rateLimitSuite('redis');
+// 429 per agent and per IP on Redis: runs when REDIS_URL is set (CI sets it).
+if (!process.env.REDIS_URL) t.skip('REDIS_URL is not set: the public session rate limits on Redis need a Redis server');
+else rateLimitSuite('redis');

@@ -4,15 +4,14 @@ import { anon, freshWindow, makeAgent } from './sessions-helpers.ts';
 
 /**
  * 429 on public session creation, per agent and per client IP, in fixed one-minute windows of
- * the shared state: the same cases on the in-memory state and on Redis (REDIS_URL, else the
- * local Redis every project machine runs). Every request of a server comes from one client IP,
+ * the shared state: the same cases on the in-memory state and on Redis (REDIS_URL). Every request of a server comes from one client IP,
  * so the cases share that IP's window and run in order inside one window:
  * D 1 (IP 1) → A 3 + 1 refused by the agent window (IP 5) → B 3 (IP 8) → C refused by the IP window.
  */
 const PER_AGENT = 3;
 const PER_IP = 8;
 const ORIGIN = 'https://widget.example.com';
-const REDIS = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const REDIS = process.env.REDIS_URL ?? '';
 
 export function rateLimitSuite(kind: 'memory' | 'redis'): void {
   t.test(`on ${kind} shared state`, async (t) => {

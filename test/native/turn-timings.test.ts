@@ -50,12 +50,16 @@ t.test('onTiming: an end of speech, a Generate call and a synthesis stream, keye
   t.equal(r.requestId, 'sess_timed');
   t.equal(r.atMs, ended[0], 'the event’s stream position');
   t.ok(r.heardAt <= r.sentAt, 'heard before it was said to have ended');
-  // The position's arrival is its piece's arrival less the audio after it in the piece: within
-  // a piece's length of when that piece was sent, here.
+  // The position's arrival is its piece's arrival less the audio after it in the piece. Only the
+  // order of events is asserted (no wall-clock bound: timings belong in bench/): the piece that
+  // holds the end of speech cannot have arrived before the test sent it.
   const piece = Math.floor(r.atMs / 100);
-  const expected = sentAt[piece] - ((piece + 1) * 100 - r.atMs);
-  t.ok(Math.abs(r.heardAt - expected) < 50, `arrival of the end of speech (${r.heardAt - expected} ms from its piece's send time less the audio after it)`);
-  t.ok(r.sentAt - r.heardAt >= 300, `the recognizer waited out the utterance gap (${r.sentAt - r.heardAt} ms)`);
+  const afterInPiece = (piece + 1) * 100 - r.atMs;
+  t.ok(r.heardAt + afterInPiece >= sentAt[piece], 'the end of speech is timed from its piece’s arrival, not before it was sent');
+  // The recognizer can only say the utterance ended once it has the 300 ms of silence after it:
+  // the piece holding the gap's end was sent before the event was.
+  const gapPiece = Math.floor((r.atMs + 300) / 100);
+  t.ok(r.sentAt >= sentAt[gapPiece], 'the event was sent only after the audio holding the utterance gap');
 
   // The model: one timing per call, a time for each text delta.
   const deltas: number[] = [];

@@ -6,8 +6,7 @@ import { sharedStateContract } from './contract.ts';
 const redisUrl = process.env.REDIS_URL;
 
 if (!redisUrl) {
-  t.plan(1);
-  t.pass('REDIS_URL is not set: the Redis contract suite was not run');
+  t.skip('REDIS_URL is not set: the shared-state contract suite on Redis needs a Redis server');
 } else {
   sharedStateContract(t, {
     kind: 'redis',
