@@ -23,6 +23,7 @@ import { inferenceCallLimit, loadConfig, type Config } from './config.ts';
 import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets.ts';
 import { HttpApp, uwsBinding } from './http/app.ts';
 import { Health, mountOpsRoutes } from './http/ops-routes.ts';
+import { mountWeb } from './web/routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
@@ -78,6 +79,8 @@ export interface StartOptions {
   dbSchema?: string;
   /** Shared-state key prefix (tests on a shared Redis). */
   statePrefix?: string;
+  /** Where the browser-facing build is (default: the package's dist/, see scripts/build.mjs). */
+  webDir?: string;
 }
 
 /**
@@ -105,6 +108,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   if (!binding.native) log.error({ reason: binding.reason }, 'uWebSockets.js native binding missing; running on the slow fallback');
   health.register('http', async () => (binding.native ? { status: 'ok' } : { status: 'degraded', detail: binding.reason }), { requiredForReady: false });
   mountOpsRoutes(http, health, metrics);
+  // The console and the SDK's browser bundle need no store: served from the first request.
+  mountWeb(http, { distDir: opts.webDir });
   const port = await http.listen(config.host, config.port);
 
   const cleanups: (() => Promise<void>)[] = [];
