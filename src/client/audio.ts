@@ -21,11 +21,18 @@ const WORKLET_FILE = 'parley-audio-worklet.js';
  */
 const MAX_BUFFERED_MS = 10_000;
 
+/**
+ * The DOM's AudioContext and MediaTrackConstraints, named so that these declarations compile
+ * in a program without the DOM library (a Node project): there they are `never`.
+ */
+type DomAudioContext = typeof globalThis extends { AudioContext: { prototype: infer T } } ? T : never;
+type DomTrackConstraints = typeof globalThis extends { MediaStreamTrack: { prototype: { getConstraints(): infer C } } } ? C : never;
+
 export interface BrowserAudioOptions {
   /** The worklet module's URL. Default: `parley-audio-worklet.js` beside this script. */
   workletUrl?: string | URL;
   /** An AudioContext to run in (left open by the helper). Default: a new one at the device's rate, closed at the end. */
-  audioContext?: AudioContext;
+  audioContext?: DomAudioContext;
 }
 
 export interface BrowserMicrophoneOptions extends BrowserAudioOptions {
@@ -33,7 +40,7 @@ export interface BrowserMicrophoneOptions extends BrowserAudioOptions {
    * Audio constraints for `getUserMedia`, over the defaults: mono, echo cancellation (the
    * agent's voice must not come back as the caller's), noise suppression, gain control.
    */
-  constraints?: MediaTrackConstraints;
+  constraints?: DomTrackConstraints;
   /** Length of the 16 kHz frames sent, in ms (default 20). */
   frameMs?: number;
 }

@@ -115,11 +115,12 @@ console.log(JSON.stringify({ plain: [process.execArgv, process.env.NODE_OPTIONS 
     t.equal(r.stderr, '', 'no warning');
   });
 
-  t.test('TypeScript finds the declarations (node16 and bundler resolution)', async (t) => {
+  t.test('TypeScript finds the declarations (nodenext and bundler resolution; with and without the DOM library)', async (t) => {
     writeFileSync(join(app, 'typed.ts'), `
 import { start, startPublic, browserMicrophone, browserSpeaker, ClientError, type Conversation, type SessionResponse } from 'parley/client';
 export async function talk(session: SessionResponse): Promise<string> {
-  const convo: Conversation = await start(session, { speaker: browserSpeaker(), microphone: browserMicrophone({ frameMs: 40 }) });
+  const audioContext = new AudioContext();
+  const convo: Conversation = await start(session, { speaker: browserSpeaker({ audioContext }), microphone: browserMicrophone({ audioContext, frameMs: 40, constraints: { echoCancellation: false } }) });
   convo.on('transcript', (x) => console.log(x.role, x.text.toUpperCase(), x.final));
   try {
     await startPublic({ baseUrl: 'https://voice.example.com', agentId: 'agent_1', overrides: { language: 'fr' } });
@@ -127,6 +128,18 @@ export async function talk(session: SessionResponse): Promise<string> {
     if (e instanceof ClientError && e.code === 'session_refused') return String(e.status);
   }
   return (await convo.hangup()).reason;
+}
+`);
+    // A Node backend's program: Node's types, no DOM library.
+    writeFileSync(join(app, 'backend.ts'), `
+import { start, type SessionResponse } from 'parley/client';
+export async function ask(session: SessionResponse): Promise<string[]> {
+  const convo = await start(session);
+  const said: string[] = [];
+  convo.on('transcript', (x) => { if (x.final) said.push(x.text); });
+  convo.sendUserMessage('Hello', { audio: false });
+  await convo.hangup();
+  return said;
 }
 `);
     writeFileSync(join(app, 'wrong.ts'), `
@@ -139,6 +152,8 @@ export const p = start({ session_id: 1, transport: 'websocket', token: 't' });
     for (const resolution of [['--module', 'nodenext', '--moduleResolution', 'nodenext'], ['--module', 'esnext', '--moduleResolution', 'bundler']]) {
       const ok = await run(process.execPath, [tsc, ...flags, ...resolution, 'typed.ts'], app, 60_000);
       t.equal(ok.code, 0, `typed.ts compiles with ${resolution[3]}: ${ok.stdout}${ok.stderr}`);
+      const node = await run(process.execPath, [tsc, '--ignoreConfig', '--noEmit', '--strict', '--lib', 'es2022', '--typeRoots', join(ROOT, 'node_modules/@types'), '--types', 'node', ...resolution, 'backend.ts'], app, 60_000);
+      t.equal(node.code, 0, `a Node program without the DOM library compiles against them too: ${node.stdout}${node.stderr}`);
       const bad = await run(process.execPath, [tsc, ...flags, ...resolution, 'wrong.ts'], app, 60_000);
       t.not(bad.code, 0, 'wrong.ts does not');
       t.match(bad.stdout, /'"no_such_code"' is not assignable to parameter of type 'ClientErrorCode'/);
