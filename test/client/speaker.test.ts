@@ -1,9 +1,12 @@
 // What the SDK does with a `speaker` and a `microphone` around interruptions, and with typed
-// messages sent before the agent is live; the platform is played by a fake socket here (the
-// browser test plays it for real).
+// messages sent before the agent is live: against a fake socket for each rule, and against a
+// real platform for the order of audio and agent states that the rules rely on.
 import t from 'tap';
+import { decodeAudio } from '../../native/engines/synthetic/modem.ts';
 import { ClientError, start, type Speaker } from '../../src/client/index.ts';
+import { makeAgent } from '../agent/sessions-helpers.ts';
 import { FakeWebSocket } from '../fixtures/fake-websocket.ts';
+import { startTestServer } from '../helpers/server.ts';
 
 const session = { session_id: 'sess_1', transport: 'websocket', token: 'tok', websocket_url: 'ws://example.test/v1/agent/sessions/connect' };
 const WS = FakeWebSocket as never;
@@ -100,4 +103,41 @@ t.test('a microphone that cannot start hangs up and rejects with audio_unavailab
   t.equal(err.code, 'audio_unavailable');
   t.equal(err.cause, denied, 'the browser error is the cause');
   t.same(ws.json(), [{ topic: 'client-event', type: 'user.hangup' }], 'the session is hung up, not left open');
+});
+
+t.test('a real platform: a typed message over the opener stops it, and its reply plays whole', async (t) => {
+  const app = await startTestServer({ backend: 'synthetic' });
+  t.teardown(() => app.close());
+  const opener = 'This opener is long enough to be interrupted by a typed message well before it ends.';
+  const agentId = await makeAgent(app, { config: { prompt: { first_message_mode: 'fixed', first_message: opener } } });
+  const created = await app.req('POST', '/v1/agent/sessions', { agent_id: agentId });
+  let chunks: Int16Array[] = [];
+  let stops = 0;
+  const speaker: Speaker = { play: (pcm) => chunks.push(pcm.slice()), stop: () => { stops++; } };
+  const convo = await start(created.body, { speaker });
+  const played = () => {
+    const all = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
+    let o = 0;
+    for (const c of chunks) {
+      all.set(c, o);
+      o += c.length;
+    }
+    return decodeAudio(all, 16_000)?.text ?? '';
+  };
+  const until = async (what: string, ok: () => boolean) => {
+    for (let i = 0; i < 750 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
+    if (!ok()) throw new Error(`timed out waiting for ${what}`);
+  };
+  await until('a second of the opener', () => chunks.reduce((n, c) => n + c.length, 0) >= 16_000);
+  const beforeStop = played();
+  chunks = [];
+  convo.sendUserMessage('Stop talking');
+  t.equal(stops, 1, 'the speaker stopped at once');
+  const replies: string[] = [];
+  convo.on('transcript', (x) => { if (x.role === 'agent' && x.final) replies.push(x.text); });
+  await until('the reply', () => replies.includes('You said: Stop talking'));
+  await until('idle', () => convo.state === 'idle');
+  t.ok(beforeStop.length > 0 && opener.startsWith(beforeStop), `the opener played until then: ${JSON.stringify(beforeStop)}`);
+  t.equal(played(), 'You said: Stop talking', 'after the stop the speaker got the reply, whole, and nothing of the opener');
+  await convo.hangup();
 });
