@@ -123,7 +123,9 @@ export async function startLivekit(session: SessionResponse, options: StartOptio
       return core.ended;
     },
   }, options);
-  if (options.microphone) await startMicrophone(core, convo, options);
+  // A room that takes no PCM (livekit-client in browsers) captures the device over WebRTC itself:
+  // a microphone hook (`browserMicrophone()`) has nowhere to send, so the room's own is used.
+  if (options.microphone && room.sendAudio) await startMicrophone(core, convo, options);
   else await room.enableMicrophone?.();
   return convo;
 }
