@@ -46,6 +46,8 @@ import { parseSpeechConcurrency, SpeechConcurrency } from './speech/concurrency.
 import { mountAsrRoutes } from './speech/asr-routes.ts';
 import { resolveVoice, VoiceService } from './speech/voices.ts';
 import { mountVoiceRoutes } from './speech/voices-routes.ts';
+import { mountWalletRoutes } from './wallet/routes.ts';
+import { WalletService } from './wallet/service.ts';
 import { parseBackoff, WebhookDeliveryService, WebhookWorker } from './webhooks/index.ts';
 import { mountWebhookRoutes } from './agent/webhook-routes.ts';
 import { ToolTestService } from './agent/tool-test.ts';
@@ -225,6 +227,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     });
     mountAsrRoutes(http, asr);
     mountVoiceRoutes(http, new VoiceService(db.sql, inference, log));
+    // The wallet the official speech clients' `user` calls read (issue 22).
+    mountWalletRoutes(http, new WalletService(db.sql));
 
     // Session runtime (issue 7): the supervisor of every session actor on this node, and the
     // websocket transport at /v1/agent/sessions/connect. Its cleanup runs before the store closes.
