@@ -268,6 +268,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       ensureRoom: config.livekit ? livekitRoomEnsurer(config.livekit, { timeoutMs: Number((opts.env ?? process.env).LIVEKIT_ROOM_TIMEOUT_MS) || undefined }) : undefined,
     });
     mountSessionRoutes(http, sessions);
+    // The embeddable widget's display config, behind the keyless gate (issue 22, docs/widget.md).
+    const { WidgetConfigService } = await import('./agent/widget-config.ts');
+    const { mountWidgetConfigRoutes } = await import('./agent/widget-config-routes.ts');
+    mountWidgetConfigRoutes(http, new WidgetConfigService(db.sql));
     // Builder preview calls (GAPS.md §10): sessions of the draft frozen at creation.
     const { PreviewService } = await import('./agent/preview.ts');
     const { mountPreviewRoutes } = await import('./agent/preview-routes.ts');
