@@ -100,3 +100,82 @@ export function parseWav(bytes: Uint8Array): { pcm: Int16Array; sampleRateHz: nu
   }
   return null;
 }
+
+/**
+ * Streaming band-limited resampling (a Hann-windowed sinc, 16 taps a side, looked up in a table),
+ * for audio that arrives in pieces: provider speech at its own rate, resampled to the rate a
+ * request asked for. Pieces concatenate seamlessly; `flush()` gives the tail, so that the total
+ * is round(input × toHz / fromHz) samples.
+ */
+export class StreamResampler {
+  private static readonly HALF = 16;
+  private static readonly STEPS = 256;
+  private readonly kernel: Float32Array;
+  private readonly step: number;
+  private readonly cutoff: number;
+  /** Input not yet consumed, as floats; index HALF is the oldest sample an output still needs. */
+  private hist: Float32Array;
+  private pos: number;
+  private inCount = 0;
+  private outCount = 0;
+
+  constructor(readonly fromHz: number, readonly toHz: number) {
+    const H = StreamResampler.HALF;
+    const R = StreamResampler.STEPS;
+    this.step = fromHz / toHz;
+    // Below both Nyquist frequencies, with a little room for the transition band.
+    this.cutoff = Math.min(1, toHz / fromHz) * 0.94;
+    this.kernel = new Float32Array(2 * H * R + 2);
+    for (let i = 0; i < this.kernel.length; i++) {
+      const x = i / R - H;
+      const sinc = x === 0 ? 1 : Math.sin(Math.PI * this.cutoff * x) / (Math.PI * this.cutoff * x);
+      const w = Math.abs(x) >= H ? 0 : 0.5 * (1 + Math.cos((Math.PI * x) / H));
+      this.kernel[i] = this.cutoff * sinc * w;
+    }
+    // H zeros of virtual past, so the first output sits on the first input sample.
+    this.hist = new Float32Array(H);
+    this.pos = H;
+  }
+
+  private tap(x: number): number {
+    const f = (x + StreamResampler.HALF) * StreamResampler.STEPS;
+    const i = Math.floor(f);
+    const a = f - i;
+    return this.kernel[i]! * (1 - a) + this.kernel[i + 1]! * a;
+  }
+
+  private run(input: Float32Array, limit: number): Int16Array {
+    const H = StreamResampler.HALF;
+    const all = new Float32Array(this.hist.length + input.length);
+    all.set(this.hist);
+    all.set(input, this.hist.length);
+    const out: number[] = [];
+    while (this.outCount < limit && Math.floor(this.pos) + H < all.length) {
+      const c = Math.floor(this.pos);
+      let acc = 0;
+      for (let k = c - H + 1; k <= c + H; k++) acc += all[k]! * this.tap(this.pos - k);
+      out.push(Math.max(-32768, Math.min(32767, Math.round(acc))));
+      this.outCount++;
+      this.pos += this.step;
+    }
+    const keep = Math.max(0, Math.floor(this.pos) - H + 1);
+    this.hist = all.slice(keep);
+    this.pos -= keep;
+    return Int16Array.from(out);
+  }
+
+  push(pcm: Int16Array): Int16Array {
+    if (this.fromHz === this.toHz) return pcm;
+    this.inCount += pcm.length;
+    const f = new Float32Array(pcm.length);
+    for (let i = 0; i < pcm.length; i++) f[i] = pcm[i]!;
+    return this.run(f, Number.POSITIVE_INFINITY);
+  }
+
+  /** The rest of the output (the input's last samples, with silence after them). */
+  flush(): Int16Array {
+    if (this.fromHz === this.toHz) return new Int16Array(0);
+    const total = Math.round((this.inCount * this.toHz) / this.fromHz);
+    return this.run(new Float32Array(StreamResampler.HALF * 2 + 2), total);
+  }
+}
