@@ -62,6 +62,11 @@ export class SegmentAligner {
     this.cursor = this.cps.length;
   }
 
+  /** Code points not handed out yet. */
+  get remaining(): number {
+    return this.cps.length - this.released;
+  }
+
   get estimated(): boolean {
     return this.estimatedRate !== undefined;
   }

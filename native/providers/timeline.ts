@@ -143,9 +143,9 @@ export class SegmentWriter {
     const out: AudioChunk[] = [];
     const per = this.t.perChunk;
     while (this.pendingSamples > per) out.push(this.emit(per, false, false));
-    out.push(this.emit(this.pendingSamples, true, final));
-    // A segment without text or audio (nothing to say) still ends the call when asked.
-    return out.filter((c, i) => c.audio.length > 0 || (c.alignment?.characters.length ?? 0) > 0 || (final && i === out.length - 1));
+    // The last piece of audio, the characters still untimed, or the call's end: a last chunk.
+    if (this.pendingSamples > 0 || this.aligner!.remaining > 0 || final) out.push(this.emit(this.pendingSamples, true, final));
+    return out;
   }
 
   private emit(n: number, last: boolean, final: boolean): AudioChunk {

@@ -14,6 +14,8 @@ export type { TurnDetectorFactory } from './vad.ts';
 
 /** Audio kept before the detected start of speech (the detector reacts a little late). */
 export const PREROLL_MS = 300;
+/** How often (audio ms) the detector is asked how far it has judged, so that older audio can go. */
+const PROGRESS_MS = 250;
 /** An utterance longer than this is cut and recognized in parts. */
 export const MAX_UTTERANCE_MS = 30_000;
 
@@ -49,6 +51,10 @@ export function turnTaking(rateHz: number, detector: TurnDetectorFactory, recogn
   let closed = false;
   let failed = false;
   let marks = 0;
+  /** Everything before this position has been judged by the detector (a mark came back). */
+  let judged = 0;
+  /** Where the last progress mark was sent. */
+  let markedAt = 0;
   const waiting = new Map<number, () => void>();
   const spacer = new CommitSpacer();
 
@@ -130,7 +136,8 @@ export function turnTaking(rateHz: number, detector: TurnDetectorFactory, recogn
         // The detector speaks after its silence window: the audio up to now is here, and some
         // of that silence goes with the utterance (recognizers like a little margin).
         cut(from, pushed, e.atMs);
-        trim(pushed - msToSamples(PREROLL_MS));
+        // Audio after the end may already hold the next utterance's start: kept.
+        trim(Math.min(pushed, msToSamples(e.atMs)));
       } else {
         const resolve = waiting.get(e.mark);
         waiting.delete(e.mark);
@@ -156,8 +163,7 @@ export function turnTaking(rateHz: number, detector: TurnDetectorFactory, recogn
       kept.push(pcm);
       keptSamples += pcm.length;
       pushed += pcm.length;
-      if (uttFrom === null) trim(pushed - msToSamples(PREROLL_MS));
-      else if (recognizer.audio && pushed > liveTo) {
+      if (uttFrom !== null && recognizer.audio && pushed > liveTo) {
         recognizer.audio(pcm);
         liveTo = pushed;
       }
@@ -165,6 +171,16 @@ export function turnTaking(rateHz: number, detector: TurnDetectorFactory, recogn
         det.push(pcm);
       } catch (err) {
         fail(err);
+      }
+      // Between utterances only the audio the detector may still start one in is kept: up to
+      // where it has judged, less the pre-roll (it runs behind, in its worker).
+      if (pushed - markedAt >= msToSamples(PROGRESS_MS)) {
+        markedAt = pushed;
+        const pos = pushed;
+        void settled().then(() => {
+          judged = Math.max(judged, pos);
+          if (uttFrom === null && !closed) trim(judged - msToSamples(PREROLL_MS));
+        });
       }
       if (uttFrom !== null && pushed - uttFrom > msToSamples(MAX_UTTERANCE_MS)) {
         cut(uttFrom, pushed, null);

@@ -4,6 +4,7 @@
 // instruction with one retry, and Health/Capabilities naming the provider.
 import t from 'tap';
 import { create } from '@bufbuild/protobuf';
+import { Metadata } from '@grpc/grpc-js';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { CapabilitiesRequestSchema, GenerateRequestSchema, HealthRequestSchema, Role, type CapabilitiesResponse, type GenerateResponse, type HealthResponse } from '../../src/gen/inference/v1/inference_pb.ts';
@@ -107,11 +108,11 @@ t.test('structured output: json_schema when the server takes it; else by instruc
 });
 
 t.test('Capabilities and Health name the provider and say it answers; the key is in no log line', async (t) => {
-  const caps = await new Promise<CapabilitiesResponse>((resolve, reject) => client.capabilities(create(CapabilitiesRequestSchema), (e, r) => (e ? reject(e) : resolve(r!))));
+  const caps = await new Promise<CapabilitiesResponse>((resolve, reject) => client.capabilities(create(CapabilitiesRequestSchema), new Metadata(), {}, (e, r) => (e ? reject(e) : resolve(r!))));
   const tier = caps.models.find((m) => m.name === 'llm-medium')!;
   t.match(tier.description, new RegExp(`served by the openai provider at 127\\.0\\.0\\.1:${chat.port} \\(model fixture\\); answering`));
   t.ok(caps.models.some((m) => m.name === 'scripted'), 'scripted stays reachable by name');
-  const h = await new Promise<HealthResponse>((resolve, reject) => client.health(create(HealthRequestSchema), (e, r) => (e ? reject(e) : resolve(r!))));
+  const h = await new Promise<HealthResponse>((resolve, reject) => client.health(create(HealthRequestSchema), new Metadata(), {}, (e, r) => (e ? reject(e) : resolve(r!))));
   t.match(h.engines.find((e) => e.name.startsWith('llm:')), { ok: true, detail: /answering/ });
   t.notOk(logs.includes(KEY), 'no log line carries the key');
 });

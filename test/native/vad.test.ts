@@ -5,6 +5,8 @@
 // speech may be detected in noise alone at -40 and -30 dBFS. Synthetic speech (tones, which
 // Silero does not take for speech) is heard by the synthetic engine's burst detector beside it.
 import t from 'tap';
+
+type Tap = Pick<typeof t, "equal" | "ok" | "same">;
 import { createEspeakEngine } from '../../native/engines/espeak.ts';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { SpeechDetector, type DetectorEvent } from '../../native/providers/vad.ts';
@@ -79,7 +81,7 @@ await espeak.close();
 const recording = new Int16Array(at);
 pieces.reduce((o, p) => (recording.set(p, o), o + p.length), 0);
 
-function checkAgainstTruth(t: { equal(a: unknown, b: unknown, m?: string): void; ok(v: unknown, m?: string): void; same(a: unknown, b: unknown, m?: string): void }, events: DetectorEvent[], what: string) {
+function checkAgainstTruth(t: Tap, events: DetectorEvent[], what: string) {
   const starts = events.filter((e) => e.type === 'start').map((e) => (e as { atMs: number }).atMs);
   const ends = events.filter((e) => e.type === 'end').map((e) => (e as { atMs: number }).atMs);
   t.equal(starts.length, PHRASES.length, `${what}: one start per phrase (${starts.map(Math.round)})`);
