@@ -9,6 +9,8 @@
 // openai-realtime, elevenlabs) and every TTS kind (openai raw, openai answering with SSE
 // events, elevenlabs) is used once.
 import t from 'tap';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startBackend } from '../../native/server.ts';
 import type { SttProviderKind, TtsProviderKind } from '../../native/config.ts';
 import { runKit } from '../contract/kit.ts';
@@ -67,6 +69,15 @@ for (const pair of PAIRS) {
 
     const results = await runKit(B.address, { exactRoundTrip: true, scriptedChat: true });
     for (const r of results) t.ok(r.ok, `contract kit: ${r.name}`, { error: r.error });
+    if (pair === PAIRS[0]) {
+      // The same kit as an operator runs it: `npm run contract -- --backend … --exact --scripted`.
+      const run = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/contract/run.ts', '--backend', B.address, '--exact', '--scripted'], { timeout: 120_000 }).then(
+        (r) => ({ code: 0, out: r.stdout }),
+        (e: { code?: number; stdout?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? '' }),
+      );
+      t.equal(run.code, 0, 'npm run contract exits 0 against this backend');
+      t.match(run.out, new RegExp(`${results.length}/${results.length} checks passed against ${B.address.replace(/\./g, '\\.')}`));
+    }
 
     const C = await startTestServer({ config: { backendAddress: B.address, outboundAllow: [`127.0.0.1:${endpoint.port}`] } });
     t.teardown(() => C.close());
@@ -89,6 +100,11 @@ for (const pair of PAIRS) {
     t.match(turns[0]!.body, { tools: [{ function: { name: 'weather' } }] });
     t.match(turns[1]!.body.messages.at(-1), { role: 'tool', content: '{"forecast":"sunny"}' });
     if (pair.sse) t.ok(sse.served > servedBefore, 'speech came as server-sent events');
+    const partials = caller.transcripts.filter((x) => x.role === 'user' && !x.final);
+    // Partials come from realtime providers that send them (the ElevenLabs-style socket does;
+    // Parley's OpenAI-style socket sends only completed transcripts), never from batch ones.
+    if (pair.stt === 'elevenlabs') t.ok(partials.length > 0 && QUESTION.startsWith(partials.at(-1)!.text.replace(/\s+$/, '')), `partial transcripts of the question (${partials.length})`);
+    if (pair.stt === 'openai') t.equal(partials.length, 0, 'a batch recognizer gives no partials');
     await caller.convo.hangup();
   });
 }
