@@ -6,6 +6,8 @@
 // Provider URLs are operator configuration, not user input: they do not go through the
 // platform's SSRF guard, and loopback is allowed (a local Ollama is the common case).
 import * as grpc from '@grpc/grpc-js';
+import http from 'node:http';
+import https from 'node:https';
 import type { ProviderSettings } from '../config.ts';
 import { describeProvider } from '../config.ts';
 import { StatusError } from '../status.ts';
@@ -27,11 +29,23 @@ export interface Provider {
   auth(): Record<string, string>;
   /** Longest wait for a first byte when the call has no deadline. */
   firstByteTimeoutMs: number;
+  /** Its keep-alive connections. */
+  agents: { http: http.Agent; https: https.Agent };
+  /** Closes its idle connections (the backend is closing). */
+  close(): void;
 }
 
 export function providerOf(settings: ProviderSettings, firstByteTimeoutMs: number, style: 'bearer' | 'xi-api-key'): Provider {
+  // node:http with keep-alive rather than fetch: a third of the CPU per request (measured here:
+  // ~0.06 ms against ~0.34 ms per small request, both sides), which counts at 50 calls at once.
+  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   return {
     settings,
+    agents,
+    close: () => {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
     what: describeProvider(settings),
     firstByteTimeoutMs,
     auth: (): Record<string, string> => {
@@ -51,7 +65,7 @@ const RETRY_PAUSE_MS = 100;
  */
 export interface ProviderResponse {
   status: number;
-  headers: Headers;
+  headers: { get(name: string): string | null };
   /** The body, chunk by chunk; throws the mapped status on a failure mid-stream. */
   body: AsyncIterable<Uint8Array>;
   close(): void;
@@ -63,11 +77,17 @@ export function firstByteBudget(p: Provider, scope: CallScope): number {
   return Math.max(0, (scope.deadline !== undefined ? Math.min(scope.deadline, fallback) : fallback) - Date.now());
 }
 
+export interface RequestInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+}
+
 /**
  * Sends one request. `idempotent`: a refused connection, a reset or a 5xx before any byte of
  * the body is tried once more. Resolves with a 2xx response; any other status is thrown mapped.
  */
-export async function providerRequest(p: Provider, url: string, init: { method?: string; headers?: Record<string, string>; body?: BodyInit }, scope: CallScope, idempotent = true): Promise<ProviderResponse> {
+export async function providerRequest(p: Provider, url: string, init: RequestInit, scope: CallScope, idempotent = true): Promise<ProviderResponse> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await attemptOnce(p, url, init, scope);
@@ -80,79 +100,103 @@ export async function providerRequest(p: Provider, url: string, init: { method?:
   }
 }
 
-async function attemptOnce(p: Provider, url: string, init: { method?: string; headers?: Record<string, string>; body?: BodyInit }, scope: CallScope): Promise<ProviderResponse> {
-  const ac = new AbortController();
-  const onAbort = () => ac.abort(scope.signal.reason);
-  if (scope.signal.aborted) throw scope.signal.reason;
-  scope.signal.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => ac.abort(new FirstByteTimeout(p.what)), firstByteBudget(p, scope));
-  const done = () => {
-    clearTimeout(timer);
-    scope.signal.removeEventListener('abort', onAbort);
-  };
-  let res: Response;
-  try {
-    res = await fetch(url, { method: init.method ?? 'POST', headers: { ...init.headers, ...p.auth() }, body: init.body, signal: ac.signal });
-  } catch (err) {
-    done();
-    throw mapFailure(p, ac.signal, err);
-  }
-  if (res.status < 200 || res.status >= 300) {
-    let text = '';
-    try {
-      text = await res.text();
-    } catch {
-      // the error body is only for the message
-    }
-    done();
-    throw fromProviderStatus(p.what, res.status, text, res.headers);
-  }
-  const reader = res.body?.getReader();
-  let first = true;
-  const body: AsyncIterable<Uint8Array> = {
-    async *[Symbol.asyncIterator]() {
-      if (!reader) {
-        done();
+function attemptOnce(p: Provider, url: string, init: RequestInit, scope: CallScope): Promise<ProviderResponse> {
+  return new Promise<ProviderResponse>((resolve, reject) => {
+    if (scope.signal.aborted) return reject(scope.signal.reason);
+    const u = new URL(url);
+    const secure = u.protocol === 'https:';
+    const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
+    const headers: Record<string, string | number> = { ...init.headers, ...p.auth() };
+    if (body) headers['Content-Length'] = body.byteLength;
+    const req = (secure ? https : http).request(u, { method: init.method ?? 'POST', headers, agent: secure ? p.agents.https : p.agents.http });
+    let reason: unknown = null;
+    let gotFirst = false;
+    let settled = false;
+    const stop = (why: unknown) => {
+      reason ??= why;
+      req.destroy(why instanceof Error ? why : new Error(String(why)));
+    };
+    const onAbort = () => stop(scope.signal.reason);
+    scope.signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => stop(new FirstByteTimeout(p.what)), firstByteBudget(p, scope));
+    const done = () => {
+      clearTimeout(timer);
+      scope.signal.removeEventListener('abort', onAbort);
+    };
+    /** A failure as the caller sees it: its own cancellation as it is, else the mapped status. */
+    const mapped = (err: unknown, midStream: boolean) => {
+      if (reason !== null && !(reason instanceof FirstByteTimeout) && scope.signal.aborted) return scope.signal.reason;
+      if (reason instanceof FirstByteTimeout) return fromNetworkError(p.what, reason);
+      if (reason instanceof StatusError) return reason;
+      if (midStream) return new StatusError(grpc.status.UNAVAILABLE, `${p.what} broke off the response`);
+      return fromNetworkError(p.what, err);
+    };
+    req.on('error', (err) => {
+      if (settled) return;
+      settled = true;
+      done();
+      reject(mapped(err, false));
+    });
+    req.on('response', (res) => {
+      const status = res.statusCode ?? 502;
+      const get = (name: string) => {
+        const v = res.headers[name.toLowerCase()];
+        return v === undefined ? null : Array.isArray(v) ? v.join(', ') : String(v);
+      };
+      if (status < 200 || status >= 300) {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => {
+          if (settled) return;
+          settled = true;
+          done();
+          reject(fromProviderStatus(p.what, status, Buffer.concat(parts).toString('utf8'), { get }));
+        });
+        res.on('error', () => {});
         return;
       }
-      try {
-        for (;;) {
-          let r: ReadableStreamReadResult<Uint8Array>;
-          try {
-            r = await reader.read();
-          } catch (err) {
-            throw mapFailure(p, ac.signal, err, !first);
-          }
-          if (first) {
-            first = false;
-            clearTimeout(timer);
-          }
-          if (r.done) return;
-          yield r.value;
-        }
-      } finally {
-        done();
-        if (!ac.signal.aborted) ac.abort(new Error('response closed'));
-      }
-    },
-  };
-  return {
-    status: res.status,
-    headers: res.headers,
-    body,
-    close: () => {
-      done();
-      if (!ac.signal.aborted) ac.abort(new Error('response closed'));
-    },
-  };
+      settled = true;
+      resolve({
+        status,
+        headers: { get },
+        body: {
+          async *[Symbol.asyncIterator]() {
+            try {
+              for await (const chunk of res as AsyncIterable<Buffer>) {
+                if (!gotFirst) {
+                  gotFirst = true;
+                  clearTimeout(timer);
+                }
+                yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+              }
+              if (!res.complete) throw new Error('response cut');
+            } catch (err) {
+              throw mapped(err, gotFirst);
+            } finally {
+              done();
+              if (!res.complete) req.destroy();
+            }
+          },
+        },
+        close: () => {
+          done();
+          if (!res.complete) req.destroy();
+        },
+      });
+    });
+    req.end(body);
+  });
 }
 
-/** A fetch or body failure: the caller's cancellation as it is, else the mapped status. */
-function mapFailure(p: Provider, signal: AbortSignal, err: unknown, midStream = false): unknown {
-  if (signal.aborted && !(signal.reason instanceof FirstByteTimeout)) return signal.reason;
-  if (signal.aborted) return fromNetworkError(p.what, signal.reason);
-  if (midStream) return new StatusError(grpc.status.UNAVAILABLE, `${p.what} broke off the response`);
-  return fromNetworkError(p.what, err);
+/** A multipart/form-data body: text fields and one file. */
+export function multipart(fields: [string, string][], file: { name: string; filename: string; type: string; data: Uint8Array }): { body: Uint8Array; contentType: string } {
+  const boundary = `----parley${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
+  const parts: Buffer[] = [];
+  for (const [k, v] of fields) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.name}"; filename="${file.filename}"\r\nContent-Type: ${file.type}\r\n\r\n`));
+  parts.push(Buffer.from(file.data.buffer, file.data.byteOffset, file.data.byteLength));
+  parts.push(Buffer.from(`\r\n--${boundary}--\r\n`));
+  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /** Reads a whole JSON response. */

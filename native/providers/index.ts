@@ -99,6 +99,7 @@ export function createProviders(cfg: ProvidersConfig, o: { logger: Logger; detec
       await Promise.all([...state.values()].map((s) => s.running));
       await speech?.close?.();
       await transcription?.close?.();
+      for (const [, e] of engines) e.provider.close();
     },
   };
 }

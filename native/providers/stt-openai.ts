@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { wavHeader } from '../audio.ts';
 import type { Timed } from '../engines/types.ts';
 import { StatusError } from '../status.ts';
-import { providerRequest, readJson, type CallScope, type Provider } from './http.ts';
+import { multipart, providerRequest, readJson, type CallScope, type Provider } from './http.ts';
 import { languageCode, padTo, type Transcript, type TranscriptionProvider } from './transcription.ts';
 import { turnTaking } from './turns.ts';
 import type { TurnDetectorFactory } from './vad.ts';
@@ -29,26 +29,23 @@ export function createOpenAiTranscription(p: Provider, detector: TurnDetectorFac
   let verbose = true;
 
   async function transcribe(pcm: Int16Array, rateHz: number, language: string, scope: CallScope): Promise<Transcript> {
-    const form = () => {
-      const f = new FormData();
-      f.append('file', new Blob([wavFile(padTo(pcm, rateHz), rateHz) as Uint8Array<ArrayBuffer>], { type: 'audio/wav' }), 'audio.wav');
-      f.append('model', p.settings.model);
+    const wav = wavFile(padTo(pcm, rateHz), rateHz);
+    const send = async () => {
+      const fields: [string, string][] = [['model', p.settings.model]];
       const lang = languageCode(language);
-      if (lang) f.append('language', lang);
-      if (verbose) {
-        f.append('response_format', 'verbose_json');
-        f.append('timestamp_granularities[]', 'word');
-        f.append('timestamp_granularities[]', 'segment');
-      } else f.append('response_format', 'json');
-      return f;
+      if (lang) fields.push(['language', lang]);
+      if (verbose) fields.push(['response_format', 'verbose_json'], ['timestamp_granularities[]', 'word'], ['timestamp_granularities[]', 'segment']);
+      else fields.push(['response_format', 'json']);
+      const form = multipart(fields, { name: 'file', filename: 'audio.wav', type: 'audio/wav', data: wav });
+      return (await readJson(await providerRequest(p, `${base}/audio/transcriptions`, { headers: { 'Content-Type': form.contentType }, body: form.body }, scope))) as Record<string, any>;
     };
     let j: Record<string, any>;
     try {
-      j = (await readJson(await providerRequest(p, `${base}/audio/transcriptions`, { body: form() }, scope))) as Record<string, any>;
+      j = await send();
     } catch (err) {
       if (!(verbose && err instanceof StatusError && err.code === grpc.status.INVALID_ARGUMENT && REFUSES_VERBOSE.test(err.details))) throw err;
       verbose = false;
-      j = (await readJson(await providerRequest(p, `${base}/audio/transcriptions`, { body: form() }, scope))) as Record<string, any>;
+      j = await send();
     }
     if (typeof j.text !== 'string') throw new StatusError(grpc.status.UNAVAILABLE, `${p.what} answered without a transcript`);
     const timed = (list: unknown, key: 'word' | 'text'): Timed[] =>

@@ -4,7 +4,7 @@
 // stretch of a live socket) follow one another on the call's timeline.
 import { create } from '@bufbuild/protobuf';
 import { AlignmentSchema, AudioChunkSchema, AudioEncoding, SegmentSchema, type AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
-import { applyGainDb, pcmBytes, StreamResampler, wavHeader } from '../audio.ts';
+import { applyGainDb, StreamResampler, wavHeader } from '../audio.ts';
 import type { Timed } from '../engines/types.ts';
 import { ESTIMATED_CHARS_PER_S, SegmentAligner } from './align.ts';
 
@@ -64,7 +64,9 @@ export class ProviderTimeline {
   /** @internal */
   chunk(pcm: Int16Array, words: Timed[], chars: Timed[], estimated: boolean, final: boolean): AudioChunk {
     const rate = this.rateHz || 24000;
-    let audio = pcmBytes(applyGainDb(pcm, this.o.volumeDb));
+    // The samples' own bytes (little-endian host, as tts-openai.ts checks): `pcm` is this chunk's.
+    const gained = applyGainDb(pcm, this.o.volumeDb);
+    let audio = new Uint8Array(gained.buffer, gained.byteOffset, gained.byteLength);
     if (this.o.encoding === AudioEncoding.WAV && !this.wroteHeader) {
       this.wroteHeader = true;
       const h = wavHeader(rate);
@@ -126,6 +128,8 @@ export class SegmentWriter {
     }
     const out: AudioChunk[] = [];
     const per = this.t.perChunk;
+    // The call's first audio goes out as it comes, whatever its length (time to first audio).
+    if (this.t.offsetMs === 0 && this.pendingSamples > 0 && this.pendingSamples < per) out.push(this.emit(this.pendingSamples, false, false));
     while (this.pendingSamples >= per) out.push(this.emit(per, false, false));
     return out;
   }

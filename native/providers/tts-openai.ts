@@ -21,6 +21,8 @@ export function rateOf(contentType: string | null): number | undefined {
   return r >= 8000 && r <= 192_000 ? r : undefined;
 }
 
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the native backend reads PCM as little-endian host samples');
+
 /** Little-endian 16-bit samples from byte pieces of any length (an odd byte waits for the next piece). */
 export class PcmReader {
   private carry: number | null = null;
@@ -37,10 +39,12 @@ export class PcmReader {
       this.carry = b[b.length - 1]!;
       b = b.subarray(0, b.length - 1);
     }
-    const out = new Int16Array(b.length / 2);
-    const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    for (let i = 0; i < out.length; i++) out[i] = v.getInt16(i * 2, true);
-    return out;
+    // A copy into a fresh (aligned) buffer, read as the host's 16-bit samples: little-endian on
+    // every platform Node runs on here (checked at load). Not `b.slice()`: on a Buffer that is a
+    // view of the same memory (often a shared pool), not a copy.
+    const copy = new Uint8Array(b.length);
+    copy.set(b);
+    return new Int16Array(copy.buffer, 0, b.length / 2);
   }
 }
 
