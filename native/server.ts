@@ -21,8 +21,8 @@ import { createEspeakEngine } from './engines/espeak.ts';
 import { createSyntheticEngine } from './engines/synthetic-engine.ts';
 import type { SpeechEngine } from './engines/types.ts';
 import { readNativeConfig, type ProvidersConfig } from './config.ts';
-import { createProviders } from './providers/index.ts';
-import { SpeechDetector } from './providers/vad.ts';
+import type { Providers } from './providers/index.ts';
+import type { SpeechDetector } from './providers/vad.ts';
 import { createService, LIMITS, type CallInfo, type CallTiming, type LoopTiming, type StreamRecognizer } from './service.ts';
 import type { Pacing } from './speech.ts';
 
@@ -110,12 +110,19 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   const synthetic = createSyntheticEngine({ workers: opts.syntheticWorkers });
   const engines: Record<string, SpeechEngine> = { espeak: createEspeakEngine({ workers: opts.espeakWorkers }), synthetic };
   const providersConfig = opts.providers ?? cfg.providers;
-  // The speech detector runs only in front of a transcription provider.
-  const detector = providersConfig.stt ? new SpeechDetector(log) : null;
-  const providers = createProviders(providersConfig, { logger: log, detector: detector ? detector.open : () => { throw new Error('no speech detector'); } });
+  // The provider engines (and the speech detector, only in front of a transcription provider)
+  // are loaded only when configured: a backend without them starts as it always did.
+  let providers: Providers | undefined;
+  let detector: SpeechDetector | null = null;
+  if (providersConfig.llm || providersConfig.stt || providersConfig.tts) {
+    const [{ createProviders }, { SpeechDetector }] = await Promise.all([import('./providers/index.ts'), import('./providers/vad.ts')]);
+    detector = providersConfig.stt ? new SpeechDetector(log) : null;
+    const d = detector;
+    providers = createProviders(providersConfig, { logger: log, detector: d ? d.open : () => { throw new Error('no speech detector'); } });
+  }
   // The speech engine, the recognizer and the detector load before the server says it is ready;
   // providers are asked once whether they answer (briefly: one that is down is reported, not fatal).
-  await Promise.all([engines[speechName].warm?.(), synthetic.warm?.(), detector?.warm(), providers.probe()]);
+  await Promise.all([engines[speechName].warm?.(), synthetic.warm?.(), detector?.warm(), providers?.probe()]);
   const timingsFile = opts.onTiming ? null : cfg.timingsFile;
   const timings = timingsFile ? createWriteStream(timingsFile, { flags: 'a' }) : null;
   const onTiming = opts.onTiming ?? (timings ? (t: CallTiming) => void timings.write(`${JSON.stringify(t)}\n`) : undefined);
@@ -142,7 +149,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     onCall: opts.onCall,
     onTiming,
     providers,
-    detectorHealth: detector ? () => detector.health() : undefined,
+    detectorHealth: detector ? () => detector!.health() : undefined,
     logger: log,
   });
   const server = new grpc.Server({
@@ -168,7 +175,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
           const t = setTimeout(() => { server.forceShutdown(); resolve(); }, 1000);
           server.tryShutdown(() => { clearTimeout(t); resolve(); });
         });
-        await Promise.all([...Object.values(engines).map((e) => e.close()), providers.close(), detector?.close()]);
+        await Promise.all([...Object.values(engines).map((e) => e.close()), providers?.close(), detector?.close()]);
         if (loopTimer) clearInterval(loopTimer);
         if (timings) await new Promise<void>((resolve) => timings.end(resolve));
       })()),
