@@ -226,7 +226,16 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       onTranscribed: async (u) => void (await recordUsage(db.sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
     });
     mountAsrRoutes(http, asr);
-    mountVoiceRoutes(http, new VoiceService(db.sql, inference, log));
+    // Voice design (issue 22): candidates from a description (the backend's DesignVoice); a
+    // candidate saved through POST /model speaks with the backend's voice for the design.
+    const { DesignTokens, VoiceDesignService } = await import('./voice-design/service.ts');
+    const { mountVoiceDesignRoutes } = await import('./voice-design/routes.ts');
+    const voiceDesign = new VoiceDesignService({
+      inference, log, tokens: new DesignTokens(box), credit: new CreditGate(db.sql), concurrency: speechConcurrency,
+      onDesigned: async (teamId) => void (await recordUsage(db.sql, { teamId, kind: 'voice_designs', amount: 1, model: 'voice-design-1' }, log)),
+    });
+    mountVoiceDesignRoutes(http, voiceDesign);
+    mountVoiceRoutes(http, new VoiceService(db.sql, inference, log, (teamId, id, name, description, o) => voiceDesign.keep(teamId, id, name, description, o)));
     // The wallet the official speech clients' `user` calls read (issue 22).
     mountWalletRoutes(http, new WalletService(db.sql));
 

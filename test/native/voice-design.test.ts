@@ -6,36 +6,8 @@ import { designsFor, parseDesignId, traitsOf } from '../../native/engines/espeak
 import { startBackend, type Backend } from '../../native/server.ts';
 import { AudioEncoding } from '../../src/gen/inference/v1/inference_pb.ts';
 import { createInferenceClient, type InferenceClient } from '../../src/inference/index.ts';
+import { medianF0 } from '../helpers/pitch.ts';
 import { bytesInt16 } from './helpers.ts';
-
-/**
- * Median fundamental frequency of the voiced 30 ms frames, by autocorrelation over 60–500 Hz:
- * what a listener hears as the voice's pitch.
- */
-function medianF0(pcm: Int16Array, rateHz: number): number {
-  const frame = Math.round(rateHz * 0.03);
-  const minLag = Math.floor(rateHz / 500);
-  const maxLag = Math.ceil(rateHz / 60);
-  const f0s: number[] = [];
-  for (let at = 0; at + frame + maxLag < pcm.length; at += frame) {
-    let energy = 0;
-    for (let i = 0; i < frame; i++) energy += pcm[at + i]! * pcm[at + i]!;
-    if (energy / frame < 1000 * 1000) continue; // silence and quiet consonants
-    let best = 0;
-    let bestLag = 0;
-    for (let lag = minLag; lag <= maxLag; lag++) {
-      let c = 0;
-      for (let i = 0; i < frame; i++) c += pcm[at + i]! * pcm[at + i + lag]!;
-      if (c > best) {
-        best = c;
-        bestLag = lag;
-      }
-    }
-    if (bestLag && best / energy > 0.5) f0s.push(rateHz / bestLag);
-  }
-  f0s.sort((a, b) => a - b);
-  return f0s[Math.floor(f0s.length / 2)] ?? 0;
-}
 
 t.test('the description\'s words: gender, age, pitch and pace are applied; the rest is reported', async (t) => {
   const tr = traitsOf('A warm, confident grandmother with a deep voice who speaks slowly');
