@@ -6,6 +6,7 @@
 //
 //   node scripts/build.mjs              build everything
 //   node scripts/build.mjs --if-stale   build only when sources changed since the last build
+//   node scripts/build.mjs --out DIR    build into DIR instead of dist/
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,10 @@ import { gzipSync, brotliCompressSync, constants as zlib } from 'node:zlib';
 import * as esbuild from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
+// `--out DIR` builds into another folder (browser tests build their own copy, so parallel test
+// files never read a dist/ another one is rewriting).
+const outArg = process.argv.indexOf('--out');
+const dist = outArg > 0 && process.argv[outArg + 1] ? process.argv[outArg + 1] : join(root, 'dist');
 const stamp = join(dist, '.build-stamp');
 /** Folders whose files feed the build: a newer file there makes the build stale. */
 const SOURCES = ['src/client', 'src/console', 'src/widget', 'scripts/build.mjs'];

@@ -1,0 +1,74 @@
+/**
+ * Browser tests of the console: a real platform (embedded store, synthetic backend) serving a
+ * console built for this test file, Debian's Chromium driving it as a person would (controls
+ * found by their labels), screenshots at both sizes and an axe pass on every page checked.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchBrowser, newContext, screenshotBoth, seriousA11yViolations, type LaunchOptions } from '../helpers/browser.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+export { browserSkip } from '../helpers/browser.ts';
+
+const BUILD = fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url));
+
+export interface ConsoleRig {
+  app: TestServer;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** Opens `path` signed in (the key pasted into the sign-in form once per context). */
+  open(path: string): Promise<Page>;
+  /** Asserts the page logged no script error so far (call at the end of a test). */
+  noScriptErrors(): void;
+  /** Screenshots at 1280×800 and 390×844, no horizontal overflow, no serious axe violation. */
+  check(name: string, target?: Page): Promise<void>;
+}
+
+/** Builds the console into a folder of this test file's own and starts the platform on it. */
+export async function startConsole(t: Test, opts: { launch?: LaunchOptions; server?: Parameters<typeof startTestServer>[0] } = {}): Promise<ConsoleRig> {
+  const webDir = mkdtempSync(join(os.tmpdir(), 'parley-console-'));
+  t.teardown(() => rmSync(webDir, { recursive: true, force: true }));
+  const built = spawnSync(process.execPath, [BUILD, '--out', webDir], { encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`console build failed: ${built.stderr}`);
+  const app = await startTestServer({ backend: 'synthetic', ...opts.server, webDir });
+  t.teardown(() => app.close());
+  const browser = await launchBrowser(opts.launch);
+  t.teardown(() => browser.close());
+  const context = await newContext(browser, app.url);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of (4\d\d)/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+  let signedIn = false;
+  const rig: ConsoleRig = {
+    app, browser, context, page,
+    noScriptErrors: () => t.same(problems, [], 'no script errors in the page'),
+    async open(path) {
+      if (!signedIn) {
+        await page.goto(app.url + '/');
+        await page.getByLabel('API key').fill(app.key);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('navigation', { name: 'Main' }).waitFor();
+        signedIn = true;
+      }
+      await page.goto(app.url + path);
+      return page;
+    },
+    async check(name, target = page) {
+      const shots = await screenshotBoth(target, name);
+      t.equal(shots.desktop.overflow, 0, `${name}: no horizontal overflow at 1280×800`);
+      t.equal(shots.phone.overflow, 0, `${name}: no horizontal overflow at 390×844`);
+      const violations = await seriousA11yViolations(target);
+      t.same(violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violations`);
+    },
+  };
+  return rig;
+}
