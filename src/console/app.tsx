@@ -8,6 +8,7 @@ import { signIn, signOut, storedKey, team as readTeam, type Team } from './api.t
 import { Form, Problem, TextField, useAction } from './ui.tsx';
 
 const Agents = lazy(() => import('./pages/agents.tsx'));
+const AgentPage = lazy(() => import('./pages/agent.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -82,6 +83,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
           <Router>
             <Route path="/" component={Redirect} />
             <Route path="/agents" component={Agents} />
+            <Route path="/agents/:id" component={AgentPage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

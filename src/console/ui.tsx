@@ -246,7 +246,7 @@ export function When({ at }: { at: string | null | undefined }) {
 export const money = (n: number) => n.toLocaleString(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
 
 /** Plays audio bytes (a Blob) in a player the user controls; the object URL is freed on change. */
-export function BlobAudio({ blob, label }: { blob: Blob | null; label: string }) {
+export function BlobAudio({ blob, label, autoPlay }: { blob: Blob | null; label: string; autoPlay?: boolean }) {
   const [url, setUrl] = useState<string | null>(null);
   useEffect(() => {
     if (!blob) return;
@@ -255,5 +255,5 @@ export function BlobAudio({ blob, label }: { blob: Blob | null; label: string })
     return () => URL.revokeObjectURL(u);
   }, [blob]);
   if (!url) return null;
-  return <audio controls src={url} aria-label={label} />;
+  return <audio controls autoPlay={autoPlay} src={url} aria-label={label} />;
 }

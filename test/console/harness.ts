@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { encodeText } from '../../native/engines/synthetic/modem.ts';
+import { int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { launchBrowser, newContext, screenshotBoth, seriousA11yViolations, type LaunchOptions } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -71,4 +73,28 @@ export async function startConsole(t: Test, opts: { launch?: LaunchOptions; serv
     },
   };
   return rig;
+}
+
+/** A mono 16-bit WAV of the synthetic engine speaking `text` (its recognizer reads it back exactly). */
+export function speechWav(text: string, rateHz = 24_000, silenceMs = 0): Uint8Array<ArrayBuffer> {
+  const speech = encodeText(text, { sampleRateHz: rateHz }).pcm;
+  const pcm = new Int16Array(speech.length + Math.round((silenceMs * rateHz) / 1000));
+  pcm.set(speech);
+  const data = int16ToPcmBytes(pcm);
+  const out = new Uint8Array(44 + data.byteLength);
+  out.set(wavHeader(rateHz, data.byteLength));
+  out.set(data, 44);
+  return out;
+}
+
+/** Creates a voice in the team's library from one synthetic sample; returns its id. */
+export async function makeVoice(app: TestServer, title: string): Promise<string> {
+  const form = new FormData();
+  form.set('type', 'tts');
+  form.set('title', title);
+  form.set('train_mode', 'fast');
+  form.set('voices', new Blob([speechWav('this is my voice sample for the library')], { type: 'audio/wav' }), 'sample.wav');
+  const r = await fetch(`${app.url}/model`, { method: 'POST', headers: app.auth, body: form });
+  if (r.status !== 201) throw new Error(`voice: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { _id: string })._id;
 }
