@@ -155,6 +155,12 @@ export interface SessionDetail extends SessionRow {
   version_number: number; transport: string; ended_reason: string | null; overrides: Record<string, unknown>;
   items: SessionItem[]; metrics: { turns: TurnMetricsRow[] } | null; analysis?: unknown; analysis_status?: string; [k: string]: unknown;
 }
+export interface Analysis {
+  status: string; summary: string | null; finished_at: string | null;
+  data: { name: string; type: string; value: boolean | number | string | null; rationale: string }[];
+  criteria_results: { name: string; result: string; rationale: string }[];
+}
+export interface PreviewStatus { session_id: string; status: string; ended_reason: string | null; duration_seconds: number | null; analysis_status: string | null; analysis: Analysis | null }
 export interface RecordingView {
   status: string; error_message: string | null;
   tracks: { role: string; status: string; url: string | null; duration_ms: number | null }[];
@@ -212,6 +218,7 @@ export const agents = {
   versions: (id: string) => call<Record<string, unknown>>('GET', `/v1/agent/agents/${enc(id)}/versions`, { query: { page_size: 100 } }).then(page<Version>('versions')),
   version: (id: string, n: number) => call<Version & { config: AgentConfig }>('GET', `/v1/agent/agents/${enc(id)}/versions/${n}`),
   preview: (id: string) => call<SessionStart>('POST', `/v1/agent/agents/${enc(id)}/preview`, { json: {} }),
+  previewStatus: (id: string, sessionId: string) => call<PreviewStatus>('GET', `/v1/agent/agents/${enc(id)}/preview/${enc(sessionId)}`),
   endPreview: (id: string, sessionId: string) => call<void>('POST', `/v1/agent/agents/${enc(id)}/preview/${enc(sessionId)}/end`),
 };
 

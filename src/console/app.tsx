@@ -9,6 +9,7 @@ import { Form, Problem, TextField, useAction } from './ui.tsx';
 
 const Agents = lazy(() => import('./pages/agents.tsx'));
 const AgentPage = lazy(() => import('./pages/agent.tsx'));
+const TestCall = lazy(() => import('./pages/test-call.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -84,6 +85,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/" component={Redirect} />
             <Route path="/agents" component={Agents} />
             <Route path="/agents/:id" component={AgentPage} />
+            <Route path="/agents/:id/test" component={TestCall} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

@@ -33,12 +33,23 @@ export interface ConsoleRig {
 }
 
 /** Builds the console into a folder of this test file's own and starts the platform on it. */
-export async function startConsole(t: Test, opts: { launch?: LaunchOptions; server?: Parameters<typeof startTestServer>[0] } = {}): Promise<ConsoleRig> {
+export async function startConsole(t: Test, opts: { launch?: LaunchOptions; server?: Parameters<typeof startTestServer>[0]; allow?: Endpoint[] } = {}): Promise<ConsoleRig> {
+  // Local endpoints (tools, webhooks) pass the SSRF guard: at write time it reads the
+  // environment, at call time the platform's configuration.
+  const allow = (opts.allow ?? []).map((e) => `127.0.0.1:${e.port}`);
+  if (allow.length) {
+    const saved = process.env.PARLEY_OUTBOUND_ALLOW;
+    process.env.PARLEY_OUTBOUND_ALLOW = allow.join(',');
+    t.teardown(() => {
+      if (saved === undefined) delete process.env.PARLEY_OUTBOUND_ALLOW;
+      else process.env.PARLEY_OUTBOUND_ALLOW = saved;
+    });
+  }
   const webDir = mkdtempSync(join(os.tmpdir(), 'parley-console-'));
   t.teardown(() => rmSync(webDir, { recursive: true, force: true }));
   const built = spawnSync(process.execPath, [BUILD, '--out', webDir], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`console build failed: ${built.stderr}`);
-  const app = await startTestServer({ backend: 'synthetic', ...opts.server, webDir });
+  const app = await startTestServer({ backend: 'synthetic', ...opts.server, config: { outboundAllow: allow, ...opts.server?.config }, webDir });
   t.teardown(() => app.close());
   const browser = await launchBrowser(opts.launch);
   t.teardown(() => browser.close());
@@ -97,4 +108,31 @@ export async function makeVoice(app: TestServer, title: string): Promise<string>
   const r = await fetch(`${app.url}/model`, { method: 'POST', headers: app.auth, body: form });
   if (r.status !== 201) throw new Error(`voice: ${r.status} ${await r.text()}`);
   return ((await r.json()) as { _id: string })._id;
+}
+
+export interface Endpoint {
+  url: string;
+  port: number;
+  requests: { method: string; path: string; headers: Record<string, string | string[] | undefined>; body: string }[];
+  /** What the next requests get (default 200 `{"ok":true}`). */
+  reply: { status: number; body: string };
+}
+
+/** A local HTTP endpoint standing in for a customer's tool or webhook receiver; closed in teardown. */
+export async function startEndpoint(t: Test): Promise<Endpoint> {
+  const { createServer } = await import('node:http');
+  const ep: Endpoint = { url: '', port: 0, requests: [], reply: { status: 200, body: '{"ok":true}' } };
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      ep.requests.push({ method: req.method!, path: req.url!, headers: req.headers, body });
+      res.writeHead(ep.reply.status, { 'Content-Type': 'application/json' }).end(ep.reply.body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  ep.port = (server.address() as { port: number }).port;
+  ep.url = `http://127.0.0.1:${ep.port}`;
+  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  return ep;
 }

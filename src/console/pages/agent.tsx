@@ -148,7 +148,7 @@ function Publishing({ agent, config, dirty, onPublished }: { agent: Agent; confi
         <h2 id="versions-h">Versions</h2>
         <Problem error={versions.error ?? open.error} />
         {versions.data && (versions.data.items.length === 0 ? <p>Not published yet.</p> : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="stack">
               <thead><tr><th scope="col">Version</th><th scope="col">Title</th><th scope="col">Published</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
               <tbody>
@@ -187,7 +187,7 @@ function VersionDiff({ version, draft }: { version: Version & { config: AgentCon
     <section class="card diff" aria-labelledby="diff-h">
       <h3 id="diff-h">Version {version.version_number} compared with the saved draft</h3>
       {rows.length === 0 ? <p>No differences: the saved draft is the same as version {version.version_number}.</p> : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="stack">
             <thead><tr><th scope="col">Setting</th><th scope="col">Version {version.version_number}</th><th scope="col">Draft</th></tr></thead>
             <tbody>

@@ -35,7 +35,7 @@ export default function Agents() {
         list.data.items.length === 0 ? (
           <p>{query ? `No agent's name matches “${query}”.` : 'No agents yet: press New agent to create one.'}</p>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="stack">
               <caption class="visually-hidden">Your agents</caption>
               <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Updated</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
