@@ -153,7 +153,8 @@ export interface TurnMetricsRow { turn_id: number; recognition_ms: number | null
 export interface SessionItem { type: string; created_at: string; [k: string]: unknown }
 export interface SessionDetail extends SessionRow {
   version_number: number; transport: string; ended_reason: string | null; overrides: Record<string, unknown>;
-  items: SessionItem[]; metrics: { turns: TurnMetricsRow[] } | null; analysis?: unknown; analysis_status?: string; [k: string]: unknown;
+  items: SessionItem[]; metrics: { turns: TurnMetricsRow[] } | null; analysis?: unknown; analysis_status?: string;
+  dynamic_variables: Record<string, unknown>;
 }
 export interface Analysis {
   status: string; summary: string | null; finished_at: string | null;

@@ -10,6 +10,8 @@ import { Form, Problem, TextField, useAction } from './ui.tsx';
 const Agents = lazy(() => import('./pages/agents.tsx'));
 const AgentPage = lazy(() => import('./pages/agent.tsx'));
 const TestCall = lazy(() => import('./pages/test-call.tsx'));
+const Sessions = lazy(() => import('./pages/sessions.tsx'));
+const SessionPage = lazy(() => import('./pages/session.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -86,6 +88,8 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/agents" component={Agents} />
             <Route path="/agents/:id" component={AgentPage} />
             <Route path="/agents/:id/test" component={TestCall} />
+            <Route path="/sessions" component={Sessions} />
+            <Route path="/sessions/:id" component={SessionPage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>
