@@ -74,6 +74,7 @@ async function buildApp({ entry, dir, title }) {
   rmSync(outdir, { recursive: true, force: true });
   const r = await esbuild.build({
     ...BROWSER,
+    absWorkingDir: root, // metafile paths (and `entry` below) relative to the repository
     entryPoints: [join(root, entry)],
     outdir: join(outdir, 'assets'),
     entryNames: '[name]-[hash]',
@@ -87,7 +88,8 @@ async function buildApp({ entry, dir, title }) {
     loader: { '.svg': 'file', '.woff2': 'file', '.png': 'file' },
   });
   for (const f of r.outputFiles) writeCompressed(f.path, Buffer.from(f.contents));
-  const [js, meta] = Object.entries(r.metafile.outputs).find(([, m]) => m.entryPoint)
+  // The app's own entry: with code splitting, every lazily imported page is an entry point too.
+  const [js, meta] = Object.entries(r.metafile.outputs).find(([, m]) => m.entryPoint === entry)
     ?? (() => { throw new Error(`no entry output for ${entry}`); })();
   const css = meta.cssBundle;
   const url = (p) => `/${relative(outdir, join(root, p)).split('\\').join('/')}`;

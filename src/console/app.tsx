@@ -12,6 +12,8 @@ const AgentPage = lazy(() => import('./pages/agent.tsx'));
 const TestCall = lazy(() => import('./pages/test-call.tsx'));
 const Sessions = lazy(() => import('./pages/sessions.tsx'));
 const SessionPage = lazy(() => import('./pages/session.tsx'));
+const Tools = lazy(() => import('./pages/tools.tsx'));
+const ToolPage = lazy(() => import('./pages/tool.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -90,6 +92,8 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/agents/:id/test" component={TestCall} />
             <Route path="/sessions" component={Sessions} />
             <Route path="/sessions/:id" component={SessionPage} />
+            <Route path="/tools" component={Tools} />
+            <Route path="/tools/:id" component={ToolPage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

@@ -34,7 +34,7 @@ export default function AgentPage() {
   }, [id]);
   useTitle(data.data ? data.data.agent.name : 'Agent');
   if (data.error) return <Problem error={data.error} />;
-  if (!data.data) return <Loading />;
+  if (!data.data || data.data.agent.agent_id !== id) return <Loading />;
   return <AgentEditor key={id} {...data.data} />;
 }
 
