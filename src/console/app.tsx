@@ -14,6 +14,7 @@ const Sessions = lazy(() => import('./pages/sessions.tsx'));
 const SessionPage = lazy(() => import('./pages/session.tsx'));
 const Tools = lazy(() => import('./pages/tools.tsx'));
 const ToolPage = lazy(() => import('./pages/tool.tsx'));
+const Knowledge = lazy(() => import('./pages/knowledge.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -94,6 +95,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/sessions/:id" component={SessionPage} />
             <Route path="/tools" component={Tools} />
             <Route path="/tools/:id" component={ToolPage} />
+            <Route path="/knowledge" component={Knowledge} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>
