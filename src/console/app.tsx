@@ -15,6 +15,7 @@ const SessionPage = lazy(() => import('./pages/session.tsx'));
 const Tools = lazy(() => import('./pages/tools.tsx'));
 const ToolPage = lazy(() => import('./pages/tool.tsx'));
 const Knowledge = lazy(() => import('./pages/knowledge.tsx'));
+const PhoneNumbers = lazy(() => import('./pages/phone-numbers.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -96,6 +97,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/tools" component={Tools} />
             <Route path="/tools/:id" component={ToolPage} />
             <Route path="/knowledge" component={Knowledge} />
+            <Route path="/phone-numbers" component={PhoneNumbers} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>

@@ -105,3 +105,25 @@ t.test('the routes are in the OpenAPI document', async (t) => {
   for (const p of ['/v1/team', '/v1/usage', '/v1/usage/ledger']) t.ok(doc.paths[p]?.get, p);
   t.ok(doc.paths['/v1/agent/sessions'].get.parameters.some((x: any) => x.name === 'phone_number'), 'sessions filter by phone number');
 });
+
+t.test('GET /v1/agent/sessions?phone_number: the calls through one of the team\'s numbers', async (t) => {
+  const app = await startTestServer({ backend: 'synthetic' });
+  t.teardown(() => app.close());
+  const agentId = await makeAgent(app);
+  const available = (await app.req('GET', '/v1/agent/available-phone-numbers?country_code=US')).body.available_phone_numbers;
+  const buy = async (n: string) => (await app.req('POST', '/v1/agent/phone-numbers', { phone_number: n, provider: 'sandbox', agent_id: agentId })).body;
+  const [a, b] = [await buy(available[0].phone_number), await buy(available[1].phone_number)];
+  const call = await app.req('POST', '/v1/agent/phone-calls', { agent_id: agentId, phone_number_id: a.phone_number_id, to_number: '+14155550199' });
+  t.equal(call.status, 201, call.text);
+  const all = 'status=pending,active,completed,failed,unknown';
+  const viaA = await app.req('GET', `/v1/agent/sessions?${all}&phone_number=${encodeURIComponent(a.phone_number)}`);
+  t.same(viaA.body.sessions.map((s: any) => s.session_id), [call.body.session_id], 'the outbound call placed from it');
+  const bare = await app.req('GET', `/v1/agent/sessions?${all}&phone_number=${a.phone_number.slice(1)}`);
+  t.equal(bare.body.sessions.length, 1, 'a bare number gets its +');
+  t.same((await app.req('GET', `/v1/agent/sessions?${all}&phone_number=${encodeURIComponent(b.phone_number)}`)).body.sessions, [], 'none through the other number');
+  const other = await app.newTeam();
+  t.same((await app.req('GET', `/v1/agent/sessions?${all}&phone_number=${encodeURIComponent(a.phone_number)}`, undefined, other.auth)).body.sessions, [], 'another team sees none');
+  const bad = await app.req('GET', '/v1/agent/sessions?phone_number=12ab');
+  t.equal(bad.status, 422);
+  t.same(bad.body[0].loc, ['query', 'phone_number']);
+});
