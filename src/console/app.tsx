@@ -16,6 +16,7 @@ const Tools = lazy(() => import('./pages/tools.tsx'));
 const ToolPage = lazy(() => import('./pages/tool.tsx'));
 const Knowledge = lazy(() => import('./pages/knowledge.tsx'));
 const PhoneNumbers = lazy(() => import('./pages/phone-numbers.tsx'));
+const Speech = lazy(() => import('./pages/speech.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -98,6 +99,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/tools/:id" component={ToolPage} />
             <Route path="/knowledge" component={Knowledge} />
             <Route path="/phone-numbers" component={PhoneNumbers} />
+            <Route path="/speech" component={Speech} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>
