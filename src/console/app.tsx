@@ -17,6 +17,7 @@ const ToolPage = lazy(() => import('./pages/tool.tsx'));
 const Knowledge = lazy(() => import('./pages/knowledge.tsx'));
 const PhoneNumbers = lazy(() => import('./pages/phone-numbers.tsx'));
 const Speech = lazy(() => import('./pages/speech.tsx'));
+const Usage = lazy(() => import('./pages/usage.tsx'));
 
 const NAV: [href: string, label: string][] = [
   ['/agents', 'Agents'],
@@ -100,6 +101,7 @@ function Shell({ team, onSignOut }: { team: Team; onSignOut: () => void }) {
             <Route path="/knowledge" component={Knowledge} />
             <Route path="/phone-numbers" component={PhoneNumbers} />
             <Route path="/speech" component={Speech} />
+            <Route path="/usage" component={Usage} />
             <Route default component={NotFound} />
           </Router>
         </ErrorBoundary>
