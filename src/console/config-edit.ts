@@ -80,3 +80,13 @@ export function leafDiff(a: unknown, b: unknown, path = ''): [string, unknown, u
   }
   return equal(a, b) ? [] : [[path, a, b]];
 }
+
+/** Sets the value at a dotted path of a copy of `obj`. */
+export function setPath<T>(obj: T, path: string, value: unknown): T {
+  const copy = structuredClone(obj) as Record<string, unknown>;
+  const keys = path.split('.');
+  let at: Record<string, unknown> = copy;
+  for (const k of keys.slice(0, -1)) at = at[k] as Record<string, unknown>;
+  at[keys[keys.length - 1]!] = value;
+  return copy as T;
+}

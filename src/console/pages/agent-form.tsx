@@ -8,16 +8,6 @@ const LANGUAGES: [string, string][] = [['en', 'English'], ['ja', 'Japanese'], ['
 const SUMMARY_LANGUAGES = ['en', 'zh', 'ja', 'ko', 'es', 'fr', 'de', 'pt', 'ru', 'ar'];
 const OVERRIDES = ['first_message', 'system_prompt', 'voice_id', 'language'];
 
-/** Sets the value at a dotted path of a copy of `obj`. */
-export function setPath<T>(obj: T, path: string, value: unknown): T {
-  const copy = structuredClone(obj) as Record<string, unknown>;
-  const keys = path.split('.');
-  let at: Record<string, unknown> = copy;
-  for (const k of keys.slice(0, -1)) at = at[k] as Record<string, unknown>;
-  at[keys[keys.length - 1]!] = value;
-  return copy as T;
-}
-
 interface Props {
   edit: ConfigEdit;
   set: (path: string, value: unknown) => void;

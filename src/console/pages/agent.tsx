@@ -7,21 +7,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { agents, knowledge, speech, tools as toolsApi, type Agent, type AgentConfig, type Version } from '../api.ts';
 import { useTitle } from '../app.tsx';
-import { changes, equal, leafDiff, toEdit, toProfile, type ConfigEdit, type ProfileEdit } from '../config-edit.ts';
+import { changes, equal, leafDiff, setPath, toEdit, toProfile, type ConfigEdit, type ProfileEdit } from '../config-edit.ts';
+import { AgentNav } from '../agent-nav.tsx';
 import { Form, Loading, Notice, Problem, TextArea, TextField, When, useAction, useLoad } from '../ui.tsx';
 import {
-  AnalysisSection, ConversationSection, KnowledgeSection, LlmSection, ProfileSection, PromptSection, PublicSection, ToolsSection, VoiceSection, WebhooksSection, setPath,
+  AnalysisSection, ConversationSection, KnowledgeSection, LlmSection, ProfileSection, PromptSection, PublicSection, ToolsSection, VoiceSection, WebhooksSection,
 } from './agent-form.tsx';
-
-export function AgentNav({ id, current }: { id: string; current: 'agent' | 'test' }) {
-  return (
-    <nav class="subnav" aria-label="Agent">
-      <a href={`/agents/${id}`} aria-current={current === 'agent' ? 'page' : undefined}>Agent</a>
-      <a href={`/agents/${id}/test`} aria-current={current === 'test' ? 'page' : undefined}>Test call</a>
-      <a href={`/sessions?agent_id=${encodeURIComponent(id)}`}>Sessions</a>
-    </nav>
-  );
-}
 
 export default function AgentPage() {
   const { params } = useRoute();

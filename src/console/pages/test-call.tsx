@@ -11,7 +11,7 @@ import { AnalysisView } from '../analysis-view.tsx';
 import { useTitle } from '../app.tsx';
 import { LatencyTable } from '../latency.tsx';
 import { Loading, Problem, TextField, useAction, useLoad } from '../ui.tsx';
-import { AgentNav } from './agent.tsx';
+import { AgentNav } from '../agent-nav.tsx';
 
 type Line =
   | { kind: 'say'; key: string; role: 'user' | 'agent'; text: string; final: boolean }

@@ -6,9 +6,8 @@ import { useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { ApiError, tools, type Tool, type ToolTestResult } from '../api.ts';
 import { useTitle } from '../app.tsx';
-import { changes } from '../config-edit.ts';
+import { changes, setPath } from '../config-edit.ts';
 import { Checkbox, ConfirmButton, Form, Loading, NumberField, Problem, Select, TextArea, TextField, useAction, useLoad } from '../ui.tsx';
-import { setPath } from './agent-form.tsx';
 
 interface HeaderEdit { name: string; kind: 'custom' | 'authorization_bearer' | 'authorization_basic'; value: string; secret: boolean; had_secret: boolean }
 type ToolEdit = Omit<Tool, 'tool_id' | 'used_by' | 'created_at' | 'updated_at' | 'headers'> & { headers: HeaderEdit[] };
