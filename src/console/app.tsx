@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorBoundary, LocationProvider, Route, Router, lazy, useLocation } from 'preact-iso';
-import { signIn, signOut, storedKey, team as readTeam, type Team } from './api.ts';
+import { ApiError, signIn, signOut, storedKey, team as readTeam, type Team } from './api.ts';
 import { Form, Problem, TextField, useAction } from './ui.tsx';
 
 const Agents = lazy(() => import('./pages/agents.tsx'));
@@ -51,7 +51,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (t: Team) => void }) {
     if (!key.trim()) throw new Error('Paste an API key (it starts with pk_).');
     onSignedIn(await signIn(key.trim()));
   });
-  const problem = action.error instanceof Error && 'status' in action.error && (action.error as { status: number }).status === 401
+  const problem = action.error instanceof ApiError && action.error.status === 401
     ? new Error(`That API key was not accepted (${action.error.message}). Check it and paste it again; npm start prints the first key.`)
     : action.error;
   useEffect(() => { document.title = 'Sign in · Parley console'; }, []);

@@ -142,12 +142,12 @@ export function FileField(p: FieldProps & { accept?: string; multiple?: boolean;
  * A form whose fields show their 422 messages; errors whose `loc` no field on the form shows
  * are listed above the buttons, with their path, so none is lost.
  */
-export function Form({ error, onSubmit, children, label, shown = [] }: { error: unknown; onSubmit: () => void; children: ComponentChildren; label?: string; shown?: string[] }) {
+export function Form({ error, onSubmit, children, label }: { error: unknown; onSubmit: () => void; children: ComponentChildren; label?: string }) {
   const errors = errorsOf(error);
   const ref = useRef<HTMLFormElement>(null);
   const [unshown, setUnshown] = useState<[string, string][]>([]);
   useEffect(() => {
-    const names = new Set([...shown, ...[...(ref.current?.elements ?? [])].map((el) => (el as HTMLInputElement).name).filter(Boolean)]);
+    const names = new Set([...(ref.current?.elements ?? [])].map((el) => (el as HTMLInputElement).name).filter(Boolean));
     setUnshown(Object.entries(errors).filter(([k]) => !names.has(k)));
   }, [error]);
   return (
