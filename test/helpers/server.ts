@@ -44,9 +44,9 @@ export async function startTestServer(
       ...opts.config,
     },
     dbSchema: useReal ? randomSchema() : undefined,
+    webDir: opts.webDir,
     statePrefix: `test:${randomBytes(4).toString('hex')}:`,
     log: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    webDir: opts.webDir,
   });
   const auth = { Authorization: `Bearer ${key}` };
   const req: TestServer['req'] = async (method, path, body, headers = {}) => {
