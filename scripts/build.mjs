@@ -7,7 +7,7 @@
 //
 //   node scripts/build.mjs              build everything
 //   node scripts/build.mjs --if-stale   build only when sources changed since the last build
-//   node scripts/build.mjs --out DIR    build into DIR instead of dist/
+//   node scripts/build.mjs --out DIR    build what the platform serves (sdk/, console/) into DIR
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
@@ -159,7 +159,9 @@ const started = Date.now();
 mkdirSync(dist, { recursive: true });
 rmSync(join(dist, 'sdk'), { recursive: true, force: true }); // no chunk of an older build stays behind
 for (const s of scripts) if (existsSync(join(root, s.entry))) await buildScript(s);
-await buildPackage();
+// The package build (dist/client) belongs in the repository's dist/ only; it also runs tsc,
+// which a test runner's child-process hooks break.
+if (outArg < 0) await buildPackage();
 for (const a of apps) if (existsSync(join(root, a.entry))) await buildApp(a);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 if (!ifStale || process.env.PARLEY_BUILD_VERBOSE) console.error(`build: dist/ ready in ${Date.now() - started} ms`);

@@ -16,7 +16,7 @@ t.test('a typed test call with the published version, then with the draft', { sk
   await rig.open(`/agents/${agent.agent_id}/test`);
   await page.getByRole('heading', { name: 'Test call: Order desk' }).waitFor();
   await page.getByLabel('The published version').check();
-  await page.getByRole('button', { name: 'Start call' }).click();
+  await page.getByRole('button', { name: 'Start call by typing' }).click();
   const transcript = page.getByRole('list', { name: 'Transcript' });
   await transcript.getByText('Agent:Welcome to the order desk.').waitFor({ timeout: 20_000 });
 
@@ -45,7 +45,7 @@ t.test('a typed test call with the published version, then with the draft', { sk
   // The draft: a preview, not kept in Sessions; its analysis shows once ready.
   await app.req('PATCH', `/v1/agent/agents/${agent.agent_id}/config`, { prompt: { first_message: 'Draft greeting.' } });
   await page.getByLabel('The draft').check();
-  await page.getByRole('button', { name: 'Start call' }).click();
+  await page.getByRole('button', { name: 'Start call by typing' }).click();
   await transcript.getByText('Agent:Draft greeting.').waitFor({ timeout: 20_000 });
   await page.getByLabel('Message').fill('say "hello from the preview"');
   await page.getByRole('button', { name: 'Send' }).click();

@@ -1,16 +1,17 @@
 /**
  * Test call: a conversation with the agent's draft (a preview) or its published version, by
- * typing; the agent's state, both sides' live transcript, tool events as they happen, each
+ * microphone (the SDK's browser audio: capture resampled to 16 kHz, the agent's audio played
+ * with barge-in) or by typing; the agent's state, both sides' live transcript, tool events as they happen, each
  * turn's latency split, End call, and afterwards the call's record.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { start, type Conversation, type TurnMetrics } from '../../client/index.ts';
+import { browserMicrophone, browserSpeaker, start, type BrowserMicrophone, type BrowserSpeaker, type Conversation, type TurnMetrics } from '../../client/index.ts';
 import { agents, sessions, type PreviewStatus, type TurnMetricsRow } from '../api.ts';
 import { AnalysisView } from '../analysis-view.tsx';
 import { useTitle } from '../app.tsx';
 import { LatencyTable } from '../latency.tsx';
-import { Loading, Problem, TextField, useAction, useLoad } from '../ui.tsx';
+import { Checkbox, Loading, Problem, TextField, useAction, useLoad } from '../ui.tsx';
 import { AgentNav } from '../agent-nav.tsx';
 
 type Line =
@@ -21,7 +22,12 @@ interface Call {
   convo: Conversation;
   sessionId: string;
   preview: boolean;
+  microphone?: BrowserMicrophone;
+  speaker?: BrowserSpeaker;
 }
+
+/** The SDK's AudioWorklet module as the platform serves it (the console's bundle is elsewhere, under /assets/). */
+const WORKLET_URL = '/sdk/parley-audio-worklet.js';
 
 export default function TestCall() {
   const { params } = useRoute();
@@ -40,15 +46,37 @@ export default function TestCall() {
   // Leaving the page ends a call in progress.
   useEffect(() => () => void callRef.current?.convo.hangup(), []);
 
-  const begin = useAction(async () => {
+  const [playedMs, setPlayedMs] = useState(0);
+  const [muted, setMuted] = useState(false);
+  // How much of the agent's audio was heard, while a call with audio is on.
+  useEffect(() => {
+    if (!call?.speaker) return;
+    const timer = setInterval(() => setPlayedMs(call.speaker!.playedMs), 250);
+    return () => clearInterval(timer);
+  }, [call]);
+
+  const begin = useAction(async (withMicrophone: boolean) => {
+    // Created before the first await: browsers start audio (and ask for the microphone) only
+    // within the click that asked for it.
+    const microphone = withMicrophone ? browserMicrophone({ workletUrl: WORKLET_URL }) : undefined;
+    const speaker = withMicrophone ? browserSpeaker({ workletUrl: WORKLET_URL }) : undefined;
+    setPlayedMs(0);
+    setMuted(false);
     setLines([]);
     setTurns([]);
     setEnded(null);
     setProblem(null);
     const preview = target === 'draft';
-    const session = preview ? await agents.preview(id) : await sessions.create(id);
-    const convo = await start(session);
-    const c = { convo, sessionId: session.session_id, preview };
+    let convo: Conversation;
+    let session: Awaited<ReturnType<typeof sessions.create>>;
+    try {
+      session = preview ? await agents.preview(id) : await sessions.create(id);
+      convo = await start(session, { microphone, speaker });
+    } catch (err) {
+      speaker?.close();
+      throw err;
+    }
+    const c: Call = { convo, sessionId: session.session_id, preview, microphone, speaker };
     callRef.current = c;
     setCall(c);
     setState(convo.state);
@@ -106,7 +134,11 @@ export default function TestCall() {
               <label for="target-published">The published version{published ? '' : ' (publish first)'}</label>
             </div>
           </fieldset>
-          <button type="button" class="primary" disabled={begin.pending} onClick={() => begin.run()}>Start call</button>
+          <div class="buttons">
+            <button type="button" class="primary" disabled={begin.pending} onClick={() => begin.run(true)}>Start call with microphone</button>
+            <button type="button" disabled={begin.pending} onClick={() => begin.run(false)}>Start call by typing</button>
+          </div>
+          <p class="muted small">With the microphone the browser asks for permission, and you hear the agent; by typing, you read its replies.</p>
           <Problem error={begin.error} />
         </section>
       )}
@@ -115,6 +147,12 @@ export default function TestCall() {
           <section aria-labelledby="conv-h">
             <h2 id="conv-h">Conversation</h2>
             <p>Agent: <span class="state" role="status" aria-live="polite">{state}</span></p>
+            {call?.microphone && (
+              <div class="buttons">
+                <Checkbox label="Mute microphone" name="muted" checked={muted} onChange={(v) => { call.microphone!.muted = v; setMuted(v); }} />
+                <span class="muted small" aria-label="Agent audio heard">Heard {(playedMs / 1000).toFixed(1)} s of the agent</span>
+              </div>
+            )}
             <ol class="transcript" aria-label="Transcript" aria-live="polite" tabIndex={0}>
               {lines.map((l) => (l.kind === 'tool'
                 ? <li key={l.key} class="tool">{l.text}</li>
