@@ -63,12 +63,17 @@ function FieldShell({ id, label, hint, hintId, error, errorId, children }: { id:
 const describedBy = (hint: string | undefined, hintId: string, error: string | undefined, errorId: string) =>
   [hint ? hintId : '', error ? errorId : ''].filter(Boolean).join(' ') || undefined;
 
-export function TextField(p: FieldProps & { value: string; onInput: (v: string) => void; type?: 'text' | 'number' | 'password' | 'email' | 'url' | 'search' | 'date' | 'tel'; required?: boolean; placeholder?: string; autoComplete?: string; inputMode?: 'numeric' | 'tel' | 'email' | 'url' | 'text'; min?: number; max?: number; step?: number | string }) {
+export function TextField(p: FieldProps & { value: string; onInput: (v: string) => void; type?: 'text' | 'number' | 'password' | 'email' | 'url' | 'search' | 'date' | 'tel'; required?: boolean; placeholder?: string; autoComplete?: string; inputMode?: 'numeric' | 'tel' | 'email' | 'url' | 'text'; min?: number; max?: number; step?: number | string; focus?: boolean }) {
   const f = useFieldIds(p.name);
+  const input = useRef<HTMLInputElement>(null);
+  // `focus`: the field takes the keyboard when it appears (a form just opened by a button).
+  useEffect(() => {
+    if (p.focus) input.current?.focus();
+  }, []);
   return (
     <FieldShell {...f} label={p.label} hint={p.hint}>
       <input
-        id={f.id} name={p.name} type={(p.type ?? 'text') as 'text'} value={p.value} required={p.required} placeholder={p.placeholder} autoComplete={p.autoComplete}
+        ref={input} id={f.id} name={p.name} type={(p.type ?? 'text') as 'text'} value={p.value} required={p.required} placeholder={p.placeholder} autoComplete={p.autoComplete}
         inputMode={p.inputMode} min={p.min} max={p.max} step={p.step}
         aria-invalid={f.error ? true : undefined} aria-describedby={describedBy(p.hint, f.hintId, f.error, f.errorId)}
         onInput={(e) => p.onInput((e.currentTarget as HTMLInputElement).value)}

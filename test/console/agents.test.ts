@@ -12,8 +12,11 @@ t.test('sign in, the Agents list: create, search, pages, delete with confirmatio
   await page.getByLabel('API key').fill('pk_wrong_key');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('alert').filter({ hasText: 'not accepted' }).waitFor();
-  await page.getByLabel('API key').fill(app.key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  // With the keyboard alone: type the key, Enter.
+  await page.getByLabel('API key').fill('');
+  await page.getByLabel('API key').focus();
+  await page.keyboard.type(app.key);
+  await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Agents' }).waitFor();
   t.equal(new URL(page.url()).pathname, '/agents');
   const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('parley.apiKey'), local: localStorage.length, url: location.href }));
@@ -22,9 +25,12 @@ t.test('sign in, the Agents list: create, search, pages, delete with confirmatio
   t.notOk(stored.url.includes(app.key), 'never in the URL');
   t.ok(await page.getByText('No agents yet').isVisible());
 
-  // New agent: a 422 next to its field, then created.
-  await page.getByRole('button', { name: 'New agent' }).click();
-  await page.getByRole('button', { name: 'Create agent' }).click();
+  // New agent, reached with Tab and opened with Enter: the Name field takes the keyboard; an
+  // empty name's 422 sits next to it.
+  for (let i = 0; i < 30 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'New agent'; i++) await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  t.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name), 'name', 'the form opens with the keyboard in Name');
+  await page.keyboard.press('Enter');
   const nameError = page.locator('.field', { has: page.getByLabel('Name', { exact: true }) }).locator('.field-error');
   await nameError.waitFor();
   t.match(await nameError.textContent(), /character|least/i, 'the API\'s message sits next to Name');

@@ -69,7 +69,7 @@ function NewAgent({ onCreated, onCancel }: { onCreated: (a: Agent) => void; onCa
     <section class="card" aria-labelledby="new-agent">
       <h2 id="new-agent">New agent</h2>
       <Form error={create.error} onSubmit={() => create.run()} label="New agent">
-        <TextField label="Name" name="name" value={name} onInput={setName} required />
+        <TextField label="Name" name="name" value={name} onInput={setName} required focus />
         <TextArea label="Description" name="description" value={description} onInput={setDescription} rows={2} />
         <div class="buttons">
           <button type="submit" class="primary" disabled={create.pending}>Create agent</button>
