@@ -29,6 +29,8 @@ t.test('sign in, the Agents list: create, search, pages, delete with confirmatio
   // empty name's 422 sits next to it.
   for (let i = 0; i < 30 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'New agent'; i++) await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');
+  await page.getByRole('form', { name: 'New agent' }).waitFor();
+  await page.waitForFunction(() => (document.activeElement as HTMLInputElement | null)?.name === 'name');
   t.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name), 'name', 'the form opens with the keyboard in Name');
   await page.keyboard.press('Enter');
   const nameError = page.locator('.field', { has: page.getByLabel('Name', { exact: true }) }).locator('.field-error');
@@ -47,6 +49,7 @@ t.test('sign in, the Agents list: create, search, pages, delete with confirmatio
   await rig.check('agents');
   await page.getByRole('button', { name: 'Next page' }).click();
   await page.getByText('Page 2 of 2').waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr').length < 20);
   t.equal(await page.getByRole('row').count(), 1 + 2, 'the second page holds the other two');
   await page.getByLabel('Search by name').fill('front');
   await page.getByRole('button', { name: 'Search' }).click();

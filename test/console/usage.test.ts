@@ -20,7 +20,8 @@ t.test('credit, usage by day and kind, ledger', { skip: browserSkip }, async (t)
   t.match(await totals.getByRole('row', { name: /Phone numbers/ }).textContent(), /1 days/);
   const today = new Date().toISOString().slice(0, 10);
   t.ok(await page.getByRole('table', { name: 'By day' }).getByRole('cell', { name: today }).first().isVisible(), 'today\'s usage by day');
-  const reasons = await page.locator('table.stack').last().locator('tbody td:nth-child(2)').allTextContents();
+  await page.getByRole('table', { name: 'Every change of credit, newest first' }).getByRole('cell', { name: 'Credit added' }).waitFor();
+  const reasons = await page.getByRole('table', { name: 'Every change of credit, newest first' }).locator('tbody td:nth-child(2)').allTextContents();
   t.same(reasons, ['Number rental', 'Speech', 'Credit added'], 'the ledger, newest first');
   await rig.check('usage');
 
