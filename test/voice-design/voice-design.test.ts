@@ -51,6 +51,8 @@ t.test('the upstream example: two candidates with WAV previews, the instruction,
   const usage = await app.db.sql<{ kind: string; amount: number; cost_micros: string }[]>`select kind, amount, cost_micros::text from usage where team_id = ${app.teamId} and kind = 'voice_designs'`;
   t.same(usage.map((u) => [u.amount, u.cost_micros]), [[1, '10000'], [1, '10000']]);
   t.equal((await app.req('GET', '/model?self=true')).body.total, models, 'stateless: no voice model was created');
+  const report = await app.req('GET', '/v1/usage');
+  t.match(report.body.totals.find((k: { kind: string }) => k.kind === 'voice_designs'), { unit: 'calls', amount: 2, cost: 0.02, count: 2 }, 'in the usage report');
 });
 
 t.test('the model header, the body\'s schema and ranges, the content type and the key', async (t) => {
