@@ -145,8 +145,18 @@ export class ElevenLabsSpeech implements SpeechProvider {
     if (ownText) body.text = req.text;
     else body.auto_generate_text = true;
     if (req.seed !== undefined) body.seed = req.seed;
-    // Not idempotent: each call designs (and bills) anew on the provider.
-    const res = await providerRequest(this.provider, `${this.provider.settings.baseUrl}/v1/text-to-voice/design?output_format=pcm_${rate}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }, scope, false);
+    let res: ProviderResponse;
+    try {
+      // Not idempotent: each call designs (and bills) anew on the provider.
+      res = await providerRequest(this.provider, `${this.provider.settings.baseUrl}/v1/text-to-voice/design?output_format=pcm_${rate}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }, scope, false);
+    } catch (err) {
+      // A server of this kind without the endpoint (another Parley's /compat/elevenlabs, a
+      // proxy) does not offer voice design: the contract's UNIMPLEMENTED, not a refusal.
+      if (err instanceof StatusError && err.code === grpc.status.FAILED_PRECONDITION && /HTTP 404/.test(err.details)) {
+        throw new StatusError(grpc.status.UNIMPLEMENTED, 'voice design: the ElevenLabs-style speech provider does not offer it (HTTP 404 on /v1/text-to-voice/design)');
+      }
+      throw err;
+    }
     const doc = (await readJson(res)) as { previews?: { audio_base_64?: string; generated_voice_id?: string; language?: string }[]; text?: string };
     const previews = (doc.previews ?? []).filter((p) => typeof p.generated_voice_id === 'string' && typeof p.audio_base_64 === 'string');
     if (!previews.length) throw new StatusError(grpc.status.UNAVAILABLE, `${this.provider.what} answered the voice design without previews`);

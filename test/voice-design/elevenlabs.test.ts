@@ -56,3 +56,13 @@ t.test('SaveVoice of a preview the provider does not have: Reference not found',
   const err = await app.inference.saveVoice({ voiceId: 'gen_unknown', name: 'x' }).then(() => null, (e: { status: number; message: string }) => e);
   t.same([err?.status, err?.message], [400, 'Reference not found']);
 });
+
+t.test('a server of the kind without voice design: UNIMPLEMENTED, a clear 400, nothing billed', async (t) => {
+  library.noDesign = true;
+  t.teardown(() => { library.noDesign = false; });
+  const credit = async () => (await app.db.sql<{ c: string }[]>`select credit_micros::text as c from teams where id = ${app.teamId}`)[0]!.c;
+  const before = await credit();
+  const r = await app.req('POST', '/v1/voice-design', { instruction: 'A sassy squeaky mouse' }, { model: 'voice-design-1' });
+  t.same([r.status, r.body?.message], [400, 'Voice design is not supported by the inference backend: the ElevenLabs-style speech provider does not offer it (HTTP 404 on /v1/text-to-voice/design)']);
+  t.equal(await credit(), before);
+});
