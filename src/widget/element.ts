@@ -218,12 +218,17 @@ export class ParleyAgentElement extends HTMLElement {
       const session = this.sessionTokenProvider ? await this.sessionTokenProvider() : await createPublicSession({
         baseUrl: base,
         agentId,
-        ...(this.getAttribute('language') ? { overrides: { language: this.getAttribute('language')! } } : {}),
+        ...(this.languageOverride() ? { overrides: { language: this.languageOverride()! } } : {}),
         ...(this.variables() ? { dynamicVariables: this.variables()! } : {}),
         ...(this.getAttribute('user-id') ? { endUserId: this.getAttribute('user-id')! } : {}),
       });
       if (this.phase !== 'connecting') return; // ended while the session was being created
       const convo = session.transport === 'livekit' ? await this.startLivekit(base, session, options) : await startWebsocket(session, options);
+      if (this.phase !== 'connecting') {
+        // Ended (or the element removed) while joining: leave at once.
+        await convo.hangup().catch(() => {});
+        return;
+      }
       this.attach(convo);
     } catch (err) {
       this.releaseAudio();
@@ -335,6 +340,17 @@ export class ParleyAgentElement extends HTMLElement {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The `language` attribute as the session's override, unless the display config says the
+   * agent does not take it from visitors (then it only sets the card's `lang`): a refused
+   * override would refuse the whole session.
+   */
+  private languageOverride(): string | undefined {
+    const lang = this.getAttribute('language');
+    if (!lang) return undefined;
+    return this.config && Array.isArray(this.config.overrides_allowed) && !this.config.overrides_allowed.includes('language') ? undefined : lang;
   }
 
   private variables(): Record<string, string | number | boolean> | undefined {

@@ -193,7 +193,7 @@ if (skip) {
     const tool = await app.req('POST', '/v1/agent/tools', { tool_type: 'client', name: 'showProduct', description: 'Shows a product on screen', arguments: [{ name: 'sku' }] });
     t.equal(tool.status, 201);
     const agentId = await named('Boutique helper', { public_enabled: true, allowed_origins: [shopOrigin], config: { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager', record_audio: false }, tools: { tool_ids: [tool.body.tool_id] } } });
-    const { page, requests, errors } = await open({ 'agent-id': agentId, 'user-id': 'visitor-42', greeting: 'Questions about an order? Ask away.' }, { load: 'async' });
+    const { page, requests, errors } = await open({ 'agent-id': agentId, 'user-id': 'visitor-42', greeting: 'Questions about an order? Ask away.', 'dynamic-variables': '{"customer":"Ada","orders":3}', language: 'en-GB' }, { load: 'async' });
     const w = widget(page);
     const launcher = w.getByRole('button', { name: 'Talk to Boutique helper' });
     await launcher.waitFor();
@@ -243,6 +243,9 @@ if (skip) {
     const rec = await app.req('GET', `/v1/agent/sessions/${sessionId}`);
     t.equal(rec.status, 200, 'the session is in the owner\'s history');
     t.equal(rec.body.end_user_id, 'visitor-42', 'user-id became end_user_id');
+    t.match(rec.body.dynamic_variables, { customer: 'Ada', orders: 3 }, 'dynamic-variables reached the session');
+    t.same(rec.body.overrides, {}, 'language is no override for an agent that does not take it from visitors');
+    t.equal(await dialog.getAttribute('lang'), 'en-GB', 'but it is the card\'s language');
     t.equal(rec.body.agent_id, agentId);
     const list = await app.req('GET', `/v1/agent/sessions?agent_id=${agentId}`);
     t.same(list.body.sessions.map((s: { session_id: string }) => s.session_id), [sessionId]);
@@ -315,9 +318,9 @@ if (skip) {
   });
 
   t.test('attributes and theming: texts, position, consent with its links, switches, CSS custom properties', async (t) => {
-    const agentId = await named('Boutique helper', { public_enabled: true, allowed_origins: [shopOrigin] });
+    const agentId = await named('Boutique helper', { public_enabled: true, allowed_origins: [shopOrigin], overrides_allowed: ['language'] });
     const consent = JSON.stringify({ text: 'Calls are transcribed to help us answer.', links: [{ text: 'Privacy policy', href: 'https://shop.example.com/privacy' }, { text: 'Sneaky', href: 'javascript:alert(1)' }], accept: 'I agree' });
-    const attrs = { 'agent-id': agentId, class: 'themed', position: 'bottom-left', consent, 'text-contents': JSON.stringify({ main_label: 'Ask {name}', end_call: 'Hang up' }), 'mic-muting': 'false', transcript: 'false' };
+    const attrs = { 'agent-id': agentId, class: 'themed', position: 'bottom-left', language: 'de', consent, 'text-contents': JSON.stringify({ main_label: 'Ask {name}', end_call: 'Hang up' }), 'mic-muting': 'false', transcript: 'false' };
     const { page } = await open(attrs, { viewport: VIEWPORTS.phone });
     const w = widget(page);
     const launcher = w.getByRole('button', { name: 'Ask Boutique helper' });
@@ -339,6 +342,8 @@ if (skip) {
     await input.press('Enter');
     await page.waitForFunction(() => (window as unknown as { __events: { type: string; detail: any }[] }).__events.some((e) => e.type === 'parley:message' && e.detail.role === 'agent' && e.detail.final));
     t.equal(await w.getByRole('log').isVisible(), false, 'transcript="false" shows no transcript');
+    const sid = (await events(page)).find((e) => e.type === 'parley:connect')!.detail.sessionId;
+    t.same((await app.req('GET', `/v1/agent/sessions/${sid}`)).body.overrides, { language: 'de' }, 'language is the session\'s override where the agent takes it');
     t.equal(await w.getByRole('button', { name: 'Mute' }).count(), 0, 'mic-muting="false" shows no mute button');
     await w.getByRole('button', { name: 'Hang up' }).click();
 
