@@ -193,6 +193,8 @@ export interface SessionDeps {
   /** Tools offered to the model, besides `hang_up_call` (which the plan switches on). */
   tools?: SessionTool[];
   output: SessionOutput;
+  /** Every caller frame handed to the session, as it comes (call recording taps it here). */
+  onCallerAudio?(pcm: Uint8Array): void;
   /**
    * Knowledge retrieval: passages for the caller's latest text, best first, already within the
    * context budget. Called before each reply to a caller turn; a rejection (or the signal's
