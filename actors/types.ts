@@ -88,9 +88,12 @@ export interface SessionOutput {
   audio(pcm: Uint8Array): void;
 }
 
-/** A durable record entry (`session_items`, GAPS.md §4.4). */
+/**
+ * A durable record entry (`session_items`, GAPS.md §4.4): a message, a tool call or its
+ * result, or (sessions on a custom LLM) a failure of the agent's LLM endpoint.
+ */
 export interface SessionItem {
-  type: 'message' | 'tool_call' | 'tool_result';
+  type: 'message' | 'tool_call' | 'tool_result' | 'llm.endpoint_error';
   payload: Record<string, unknown>;
 }
 
