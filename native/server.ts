@@ -177,8 +177,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       process.once('SIGINT', stop);
     },
     (err) => {
-      process.stderr.write(`${JSON.stringify({ ready: false, error: String(err?.message ?? err) })}\n`);
-      process.exit(1);
+      // On stdout, the channel a supervising platform reads the ready line from (and on stderr for a person).
+      const line = `${JSON.stringify({ ready: false, error: String(err?.message ?? err) })}\n`;
+      process.stderr.write(line);
+      process.stdout.write(line, () => process.exit(1));
     },
   );
 }

@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
-import { createKey } from './auth/keys.ts';
+import { httpAdmin } from './admin/client.ts';
+import { claimDataDir, readControlFile } from './admin/control-file.ts';
+import { storeAdmin, type TeamAdmin } from './admin/service.ts';
 import { loadConfig } from './config.ts';
-import { newId } from './ids.ts';
 import { startPlatform } from './platform.ts';
 import { openDatabase } from './store/db.ts';
-import { revokeKey } from './store/keys.ts';
 import { migrate } from './store/migrate.ts';
-import { createTeam, getTeam, grantCredit, setBetaAccess } from './store/teams.ts';
 
 const HELP: Record<string, string> = {
   '': `Usage: parley <command> [options]
@@ -20,7 +19,7 @@ Commands:
   credit grant              Add credit to a team
   beta grant|revoke         Turn a team's agent-platform beta access on or off
 
-Every command reads DATABASE_URL / PARLEY_DATA_DIR like the server. Add --help to any command.`,
+Every command reads DATABASE_URL / PARLEY_DATA_DIR like the server. On the embedded store, a\ncommand reaches the server running on that data folder (PARLEY_DATA_DIR/server.json) instead\nof opening the folder beside it. Add --help to any command.`,
   serve: `Usage: parley serve\n\nRuns the HTTP server on HOST:PORT (default 0.0.0.0:8080) with the store, shared state\nand inference backends the environment names (README: Configuration). SIGTERM or SIGINT\ndrains in-flight requests and exits 0.`,
   migrate: `Usage: parley migrate\n\nApplies every pending migration in order, each once, under an advisory lock.`,
   'team create': `Usage: parley team create --name <name> [--beta] [--credit <amount>]\n\nCreates a team (with beta access when --beta, with starting credit in currency units)\nand prints its id and a new API key. The key is shown once.`,
@@ -44,6 +43,27 @@ const options = {
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(2);
+}
+
+/**
+ * Runs `fn` on the store: a real Postgres (DATABASE_URL) directly; the embedded store through
+ * the server running on its folder when there is one (never the folder beside it: that server
+ * would not see the write), else directly, holding the folder for the command's length.
+ */
+async function withAdmin<T>(fn: (admin: TeamAdmin) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const embeddedFolder = !config.databaseUrl && config.dataDir !== 'memory';
+  if (embeddedFolder) {
+    const running = readControlFile(config.dataDir);
+    if (running && !running.url) fail(`another parley command (pid ${running.pid}) is using the data folder ${config.dataDir}: try again when it has finished`);
+    if (running) return fn(httpAdmin(running));
+  }
+  const claim = embeddedFolder ? claimDataDir(config.dataDir, '') : undefined;
+  try {
+    return await withStore((sql) => fn(storeAdmin(sql)));
+  } finally {
+    claim?.release();
+  }
 }
 
 async function withStore<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql']) => Promise<T>): Promise<T> {
@@ -98,40 +118,46 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serve();
     case 'migrate': {
-      const applied = await withStore((sql) => migrate(sql));
-      process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Nothing to apply\n');
+      const config = loadConfig();
+      const running = !config.databaseUrl && config.dataDir !== 'memory' ? readControlFile(config.dataDir) : undefined;
+      if (running?.url) {
+        process.stdout.write(`The server running on this data folder (pid ${running.pid}) applied the migrations when it started; nothing to do\n`);
+        return;
+      }
+      const claim = running ? fail(`another parley command (pid ${running.pid}) is using the data folder: try again when it has finished`) : !config.databaseUrl && config.dataDir !== 'memory' ? claimDataDir(config.dataDir, '') : undefined;
+      try {
+        const applied = await withStore((sql) => migrate(sql));
+        process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Nothing to apply\n');
+      } finally {
+        claim?.release();
+      }
       return;
     }
     case 'team create': {
       if (!values.name) fail('--name is required (parley team create --help)');
-      await withStore(async (sql) => {
-        const team = await createTeam(sql, { id: newId('team'), name: values.name!, betaAccess: !!values.beta, creditMicros: values.credit ? micros(values.credit) : 0n });
-        const { key: apiKey } = await createKey(sql, team.id, { name: 'first' });
-        process.stdout.write(`team ${team.id}\nkey  ${apiKey}\n`);
-      });
+      const r = await withAdmin((a) => a.createTeam({ name: values.name!, beta: !!values.beta, creditMicros: values.credit ? micros(values.credit) : 0n }));
+      process.stdout.write(`team ${r.teamId}\nkey  ${r.key}\n`);
       return;
     }
     case 'key create': {
       if (!values.team) fail('--team is required (parley key create --help)');
       const expiresAt = values.expires ? new Date(values.expires) : null;
       if (expiresAt && Number.isNaN(expiresAt.getTime())) fail('--expires must be an ISO date');
-      await withStore(async (sql) => {
-        if (!(await getTeam(sql, values.team!))) fail(`no team ${values.team}`);
-        const { key: apiKey, row } = await createKey(sql, values.team!, { name: values.name, expiresAt });
-        process.stdout.write(`${row.id} ${apiKey}\n`);
-      });
+      const r = await withAdmin((a) => a.createKey({ teamId: values.team!, name: values.name, expiresAt }));
+      if (!r) fail(`no team ${values.team}`);
+      process.stdout.write(`${r.keyId} ${r.key}\n`);
       return;
     }
     case 'key revoke': {
       if (!arg) fail('give the key id or prefix (parley key revoke --help)');
-      const n = await withStore((sql) => revokeKey(sql, arg));
+      const n = await withAdmin((a) => a.revokeKey(arg));
       if (n === 0) fail(`no active key ${arg}`);
       process.stdout.write(`revoked ${n} key(s)\n`);
       return;
     }
     case 'credit grant': {
       if (!values.team || !values.amount) fail('--team and --amount are required (parley credit grant --help)');
-      const balance = await withStore((sql) => grantCredit(sql, values.team!, micros(values.amount!)));
+      const balance = await withAdmin((a) => a.grantCredit({ teamId: values.team!, amountMicros: micros(values.amount!) }));
       if (balance === undefined) fail(`no team ${values.team}`);
       process.stdout.write(`credit of ${values.team}: ${(Number(balance) / 1_000_000).toFixed(6)}\n`);
       return;
@@ -139,7 +165,7 @@ async function main(argv: string[]): Promise<void> {
     case 'beta grant':
     case 'beta revoke': {
       if (!values.team) fail(`--team is required (parley ${key} --help)`);
-      const ok = await withStore((sql) => setBetaAccess(sql, values.team!, key === 'beta grant'));
+      const ok = await withAdmin((a) => a.setBeta({ teamId: values.team!, enabled: key === 'beta grant' }));
       if (!ok) fail(`no team ${values.team}`);
       process.stdout.write(`beta access ${key === 'beta grant' ? 'granted to' : 'revoked from'} ${values.team}\n`);
       return;
@@ -150,6 +176,13 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  // What went wrong in one line; the stack only when asked for (LOG_LEVEL=debug).
+  let debug = false;
+  try {
+    debug = ['debug', 'trace'].includes(loadConfig().logLevel);
+  } catch {
+    // a bad setting is what failed: say it without the stack
+  }
+  process.stderr.write(`parley: ${err instanceof Error ? (debug ? err.stack ?? err.message : err.message) : String(err)}\n`);
   process.exit(1);
 });

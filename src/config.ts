@@ -24,8 +24,12 @@ export interface Config {
   drainTimeoutMs: number;
   /** Model id → backend routing, `INFERENCE_BACKENDS`; unset routes everything to the native backend. */
   inferenceBackends?: string;
-  /** Address of the native backend (`npm run backend` and the child `npm start` runs). */
-  backendAddress: string;
+  /**
+   * Address of the native backend (`BACKEND_ADDRESS`). Unset: the backend `npm start` launches
+   * listens on a free loopback port it picks (so several Parleys share a host), and a platform
+   * that launches none reaches `npm run backend`'s default, 127.0.0.1:50051.
+   */
+  backendAddress?: string;
   /** Start the native backend as a child process (`PARLEY_NATIVE_BACKEND`, default on unless INFERENCE_BACKENDS is set). */
   startNativeBackend: boolean;
   /** Speech engine of the native backend: `espeak` or `synthetic`. */
@@ -73,6 +77,9 @@ const positiveInt = (name: string, n: number): number => {
   return n;
 };
 
+/** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
+export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const num = (name: string, def: number): number => {
     const v = env[name];
@@ -102,7 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     authCacheMs: num('PARLEY_AUTH_CACHE_MS', 2000),
     drainTimeoutMs: num('PARLEY_DRAIN_TIMEOUT_MS', 10_000),
     inferenceBackends,
-    backendAddress: str('BACKEND_ADDRESS') ?? '127.0.0.1:50051',
+    backendAddress: str('BACKEND_ADDRESS'),
     startNativeBackend: nativeFlag !== undefined ? nativeFlag !== 'false' && nativeFlag !== '0' : !inferenceBackends,
     speechEngine: engine,
     livekit: lk,

@@ -19,10 +19,14 @@ import { LivekitAgents, livekitSessionMinter } from './transport/livekit-agent.t
 import { livekitRoomEnsurer } from './transport/livekit.ts';
 import { KeyVerifier } from './auth/keys.ts';
 import { bootstrap } from './bootstrap.ts';
-import { inferenceCallLimit, loadConfig, type Config } from './config.ts';
+import { DEFAULT_BACKEND_ADDRESS, inferenceCallLimit, loadConfig, type Config } from './config.ts';
 import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets.ts';
 import { HttpApp, uwsBinding } from './http/app.ts';
 import { Health, mountOpsRoutes } from './http/ops-routes.ts';
+import { mountWeb } from './web/routes.ts';
+import { claimDataDir } from './admin/control-file.ts';
+import { mountAdminRoutes } from './admin/routes.ts';
+import { storeAdmin } from './admin/service.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
@@ -78,6 +82,8 @@ export interface StartOptions {
   dbSchema?: string;
   /** Shared-state key prefix (tests on a shared Redis). */
   statePrefix?: string;
+  /** Where the browser-facing build is (default: the package's dist/, see scripts/build.mjs). */
+  webDir?: string;
 }
 
 /**
@@ -86,6 +92,10 @@ export interface StartOptions {
  * secret box, the bootstrap team, and the API routes.
  */
 export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
+  // Where start-up time goes, logged with "parley ready" (bench/startup.ts reads it).
+  const began = performance.now();
+  const startup: Record<string, number> = {};
+  const mark = (phase: string) => (startup[phase] = Math.round(performance.now() - began));
   const config = loadConfig(opts.env ?? process.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel });
   const metrics = new Metrics();
@@ -105,45 +115,56 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   if (!binding.native) log.error({ reason: binding.reason }, 'uWebSockets.js native binding missing; running on the slow fallback');
   health.register('http', async () => (binding.native ? { status: 'ok' } : { status: 'degraded', detail: binding.reason }), { requiredForReady: false });
   mountOpsRoutes(http, health, metrics);
+  // The console and the SDK's browser bundle need no store: served from the first request.
+  mountWeb(http, { distDir: opts.webDir });
   const port = await http.listen(config.host, config.port);
+  // The embedded store's folder is this process's alone: the CLI reaches it through this server.
+  const localHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  let claim: { token: string; release(): void } | undefined;
+  try {
+    claim = !config.databaseUrl && config.dataDir !== 'memory' ? claimDataDir(config.dataDir, `http://${localHost.includes(':') ? `[${localHost}]` : localHost}:${port}`) : undefined;
+  } catch (err) {
+    await http.close();
+    throw err;
+  }
 
   const cleanups: (() => Promise<void>)[] = [];
+  if (claim) cleanups.push(async () => claim.release());
   const closeAll = async () => {
     await http.close();
     for (const c of cleanups.reverse()) await c().catch((err) => log.warn({ err }, 'close failed'));
   };
+  // The native backend starts first: its engines load while the store opens and migrates.
+  let nativeLastExit = '';
+  const nativeStarting = config.startNativeBackend
+    ? launchNativeBackend(config, log, (exit) => { nativeLastExit = exit; })
+    : Promise.resolve(undefined);
+  nativeStarting.catch(() => {}); // awaited below; a failure surfaces there
+  cleanups.push(async () => (await nativeStarting.catch(() => undefined))?.stop());
   try {
+    mark('listening');
     const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.dbSchema });
+    mark('store_open');
     cleanups.push(() => db.close());
     health.register('database', async () => (await db.ping(), { status: 'ok', detail: db.kind }));
     const applied = await migrate(db.sql);
+    mark('migrated');
     if (applied.length) log.info({ applied }, 'migrations applied');
 
     const state = await createSharedState({ redisUrl: config.redisUrl, prefix: opts.statePrefix, logger: log });
     cleanups.push(() => state.close());
     health.register('shared_state', async () => (await state.ping(), { status: 'ok', detail: state.kind }));
 
-    // Inference: the native backend as a child process (embedded default), then the client.
-    let nativeBackend: NativeProcess | undefined;
-    if (config.startNativeBackend) {
-      let lastExit = '';
-      nativeBackend = await spawnNativeBackend({
-        address: config.backendAddress,
-        engine: config.speechEngine,
-        onEvent: (e) => {
-          if (e.type === 'running') log.info({ address: e.address, pid: e.pid, engine: config.speechEngine }, 'native backend ready');
-          else if (e.type === 'exited' && e.stopped) log.info({ code: e.code, signal: e.signal }, 'native backend stopped');
-          else if (e.type === 'exited') log.error({ code: e.code, signal: e.signal }, 'native backend exited');
-          if (e.type === 'exited') lastExit = `exited (${e.code ?? e.signal})`;
-        },
-      });
-      cleanups.push(() => nativeBackend!.stop());
+    // Inference: the native backend (started above, while the store opened), then the client.
+    const nativeBackend = await nativeStarting;
+    mark('backend_ready');
+    if (nativeBackend) {
       health.register('native_backend', async () => {
-        const st = nativeBackend!.status();
-        return st.running ? { status: 'ok', detail: `${nativeBackend!.address}, restarts ${st.restarts}` } : { status: 'down', detail: `restarting: ${lastExit}` };
+        const st = nativeBackend.status();
+        return st.running ? { status: 'ok', detail: `${nativeBackend.address}, restarts ${st.restarts}` } : { status: 'down', detail: `restarting: ${nativeLastExit}` };
       }, { requiredForReady: false });
     }
-    const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress, backends: config.inferenceBackends ?? '', backend: { maxConcurrentCalls: inferenceCallLimit(config) } });
+    const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress ?? DEFAULT_BACKEND_ADDRESS, backends: config.inferenceBackends ?? '', backend: { maxConcurrentCalls: inferenceCallLimit(config) } });
     cleanups.push(() => inference.close());
     health.register('inference', async () => {
       const all = await inference.health({ timeoutMs: 1500 });
@@ -155,6 +176,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const box = createSecretBox(loadMasterKey({ envKey: config.secretKey, dataDir: config.dataDir }));
     verifier = new KeyVerifier(db.sql, config.authCacheMs);
 
+    if (claim) mountAdminRoutes(http, storeAdmin(db.sql), { token: claim.token, host: localHost });
     const boot = await bootstrap(db.sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros, shared: db.kind === 'postgres' });
 
     // Which tool and knowledge-source ids exist for a team (config rule 4), and what publish pins.
@@ -330,7 +352,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     http.starting = false;
     health.ready = true;
-    log.info({ port, store: db.kind, state: state.kind }, 'parley ready');
+    mark('ready');
+    log.info({ port, store: db.kind, state: state.kind, startup_ms: startup }, 'parley ready');
     return {
       config, log, http, db, state, box, inference, nativeBackend, health, metrics, port,
       url: `http://127.0.0.1:${port}`,
@@ -340,6 +363,30 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     };
   } catch (err) {
     await closeAll();
+    throw err;
+  }
+}
+
+/**
+ * Starts the native backend as a supervised child on `BACKEND_ADDRESS`, or on a free loopback
+ * port when that is unset. An explicit address that is taken fails naming it and the variable.
+ */
+async function launchNativeBackend(config: Config, log: Logger, onExit: (what: string) => void): Promise<NativeProcess> {
+  try {
+    return await spawnNativeBackend({
+      address: config.backendAddress ?? '127.0.0.1:0',
+      engine: config.speechEngine,
+      onEvent: (e) => {
+        if (e.type === 'running') log.info({ address: e.address, pid: e.pid, engine: config.speechEngine }, 'native backend ready');
+        else if (e.type === 'exited' && e.stopped) log.info({ code: e.code, signal: e.signal }, 'native backend stopped');
+        else if (e.type === 'exited') log.error({ code: e.code, signal: e.signal }, 'native backend exited');
+        if (e.type === 'exited') onExit(`exited (${e.code ?? e.signal})`);
+      },
+    });
+  } catch (err) {
+    if (config.backendAddress && /EADDRINUSE/.test(String((err as Error).message))) {
+      throw new Error(`BACKEND_ADDRESS ${config.backendAddress} is already in use (another Parley or native backend listens there): set BACKEND_ADDRESS to a free address, or leave it unset and Parley picks a free port`, { cause: err });
+    }
     throw err;
   }
 }

@@ -134,6 +134,11 @@ export class HttpApp {
   port = 0;
   /** While true (before migrations finish), unknown routes answer 503 instead of 404. */
   starting = false;
+  /**
+   * Answers a browser's page request (GET, `Accept: text/html`) for a path no route matches:
+   * the console's client-side routes (`/agents/…`) load its page. Unset: the usual 404.
+   */
+  pageFallback?: (reply: Reply, headers: Record<string, string>) => void;
   /** Per-prefix error envelopes, longest prefix first. */
   private envelopes: { prefix: string; envelope: ErrorEnvelope }[] = [];
 
@@ -263,6 +268,10 @@ export class HttpApp {
 
     const run = async () => {
       if (!spec) {
+        if (!allowed.length && this.pageFallback && (method === 'GET' || method === 'HEAD') && /\btext\/html\b/.test(headers['accept'] ?? '')) {
+          this.pageFallback(reply, headers);
+          return;
+        }
         if (allowed.length) throw new ServiceError('method_not_allowed', 'Method not allowed', { headers: { Allow: allowed.join(', ') } });
         if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
         throw new ServiceError('not_found', 'Not found');

@@ -5,7 +5,8 @@
  *
  * Command: `node --import tsx native/server.ts`, env BACKEND_ADDRESS and
  * PARLEY_SPEECH_ENGINE (plus the caller's env). Readiness: the child prints one line
- * `{"ready":true,"address":"127.0.0.1:PORT"}` on stdout once it listens.
+ * `{"ready":true,"address":"127.0.0.1:PORT"}` on stdout once it listens, or
+ * `{"ready":false,"error":"…"}` when it cannot (an address in use, an engine that fails).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -72,16 +73,17 @@ function startChild(address: string, o: NativeProcessOptions): { child: ChildPro
       if (nl < 0) return;
       clearTimeout(timer);
       try {
-        const line = JSON.parse(buf.slice(0, nl)) as { ready?: boolean; address?: string };
+        const line = JSON.parse(buf.slice(0, nl)) as { ready?: boolean; address?: string; error?: string };
         if (line.ready && line.address) resolve(line.address);
-        else reject(new Error('native backend failed to start'));
+        else reject(new Error(`native backend failed to start${line.error ? `: ${line.error}` : ''}`));
       } catch {
         reject(new Error('native backend printed an unexpected line'));
       }
       child.stdout!.removeAllListeners('data');
       child.stdout!.resume();
     });
-    child.once('exit', (code) => {
+    // 'close' (after its output ended), not 'exit': a failure line it printed is read first.
+    child.once('close', (code) => {
       clearTimeout(timer);
       reject(new Error(`native backend exited during start-up (code ${code})`));
     });

@@ -6,7 +6,7 @@ import { sharedStateContract } from './contract.ts';
 const redisUrl = process.env.REDIS_URL;
 
 if (!redisUrl) {
-  t.skip('REDIS_URL is not set: the shared-state contract suite on Redis needs a Redis server');
+  t.test('on Redis', { skip: 'REDIS_URL is not set: the shared-state contract suite on Redis needs a Redis server' }, () => {});
 } else {
   sharedStateContract(t, {
     kind: 'redis',
