@@ -12,15 +12,14 @@
  * The agent state the client sees is a tag of the states (`initializing`, `listening`,
  * `thinking`, `speaking`; none is `idle`). Tool calls are children of the session's actor
  * (`tool.<callId>`, spawned when the model calls a tool, reporting `tool.settled`): ending the
- * session stops them. The session itself is a child of the supervisor's actor
- * (`supervisor.ts`), or a root actor of its own when started alone (tests, agent tests).
+ * session stops them. The session's actor is a root, owned by the supervisor (`supervisor.ts`).
  *
  * Audio never goes through the machine: caller frames go straight to the transcription
  * stream (`sendAudio`), the agent's audio straight from the synthesis stream through the
  * playout to the output. The machine sees the events that decide turns. Its `assign`s only
  * compute context; sending to the client and recording are named actions.
  */
-import { assign, createActor, fromCallback, fromPromise, setup, type ActorRefFrom, type SnapshotFrom } from 'xstate';
+import { assign, createActor, fromCallback, fromPromise, setup, type SnapshotFrom } from 'xstate';
 import { Playout } from './playout.ts';
 import { cutSentences } from './sentences.ts';
 import { contentOf, ToolCalls, toolCallMachine, type BackgroundResult, type StartedCall, type ToolCallInput, type ToolSettled } from './tool-call.ts';
@@ -859,8 +858,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo) {
   });
 }
 
-export type SessionMachine = ReturnType<typeof createSessionMachine>;
-export type SessionActorRef = ActorRefFrom<SessionMachine>;
+type SessionMachine = ReturnType<typeof createSessionMachine>;
 
 /** The agent state the client sees, from the state's tags (untagged states are `idle`). */
 function agentStateOf(snap: SnapshotFrom<SessionMachine>): AgentState {
@@ -871,25 +869,15 @@ function agentStateOf(snap: SnapshotFrom<SessionMachine>): AgentState {
   return 'idle';
 }
 
-/**
- * The actor a session runs under (the supervisor's). Without one, a session is a root actor of
- * its own (tests, the agent-test runner).
- */
-export interface SessionParent {
-  /** Starts `machine` as the child `sessionId` and returns it. */
-  spawn(sessionId: string, machine: SessionMachine, input: { plan: SessionPlan }): SessionActorRef;
-  /** Stops the child `sessionId` and forgets it (nothing once it is gone). */
-  remove(sessionId: string): void;
-}
-
 /** Caller audio pieces whose arrival a session keeps (~5 s of 20 ms frames). */
 const ARRIVALS = 256;
 
 /**
- * Starts a session, under `parent` when given. The returned handle settles `ended` exactly
- * once; a throwing session ends as `failed` and takes nothing else with it.
+ * Starts a session: the root actor of its own system (supervisor.ts says why), subscribed for
+ * errors. The returned handle settles `ended` exactly once; a throwing session ends as
+ * `failed` and takes nothing else with it.
  */
-export function startSession(plan: SessionPlan, given: SessionDeps, parent?: SessionParent): SessionHandle {
+export function startSession(plan: SessionPlan, given: SessionDeps): SessionHandle {
   // A failure in the output (a transport's bug) ends this session as failed, never the process.
   const guard = <A extends unknown[]>(f: (...a: A) => void) => (...a: A) => {
     try {
@@ -900,7 +888,6 @@ export function startSession(plan: SessionPlan, given: SessionDeps, parent?: Ses
     }
   };
   const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p) => given.output.audio(p)) } };
-  let actor!: SessionActorRef;
   // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
   // the last ARRIVALS pieces: where the caller's end of speech arrived (TurnMetrics.recognition_ms).
   const arrivals = new Float64Array(ARRIVALS * 2);
@@ -950,12 +937,13 @@ export function startSession(plan: SessionPlan, given: SessionDeps, parent?: Ses
     io.stt?.end();
     io.stt?.cancel();
     // Stopping the session stops its children (the turn, the listener, tool calls still running).
-    if (parent) parent.remove(plan.sessionId);
-    else (actor as ReturnType<typeof createActor<SessionMachine>>).stop();
+    actor.stop();
     settle({ status, reason, turns: io.turns });
   };
-  const observer = {
-    next: (snap: SnapshotFrom<SessionMachine>) => {
+  // The io above reaches the actor only once it runs.
+  const actor = createActor(machine, { input: { plan }, clock: deps.clock });
+  actor.subscribe({
+    next: (snap) => {
       if (snap.status === 'done') {
         finish(snap.context.failed ? 'failed' : 'completed', snap.context.endReason ?? 'ended');
         return;
@@ -966,24 +954,13 @@ export function startSession(plan: SessionPlan, given: SessionDeps, parent?: Ses
         deps.output.message({ topic: 'lk.agent.state', state: s });
       }
     },
-    error: (err: unknown) => {
+    error: (err) => {
       deps.log?.error({ err }, 'session actor threw');
       finish('failed', 'error');
     },
-  };
-
+  });
   deps.output.message({ topic: 'lk.agent.state', state });
-  if (parent) {
-    // A child starts as it is spawned; it waits for the recognizer before anything happens, so
-    // nothing is missed by subscribing right after (an actor that already failed reports at once).
-    actor = parent.spawn(plan.sessionId, machine, { plan });
-    actor.subscribe(observer);
-  } else {
-    const root = createActor(machine, { input: { plan }, clock: deps.clock });
-    actor = root;
-    root.subscribe(observer);
-    root.start();
-  }
+  actor.start();
 
   return {
     id: plan.sessionId,

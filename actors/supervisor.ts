@@ -1,15 +1,20 @@
 /**
  * The supervisor owns every session actor on this node: the cap on live sessions, the
- * metrics, the cross-node control channel and the drain at shutdown. Its actor is the root of
- * the node's actor tree: sessions are its children (ids: the session ids), each session's tool
- * calls are the session's children. A session that throws ends alone (its actor is subscribed
- * for errors in `startSession`, and its failure reaches this actor as an event it handles);
- * the others go on.
+ * metrics, the cross-node control channel and the drain at shutdown. It is the root of the
+ * node's supervision tree: it starts each session's actor, subscribed for errors, and ends it;
+ * a session's tool calls are that actor's children. A session that throws ends alone; the
+ * others go on.
+ *
+ * Each session's actor is the root of an xstate system of its own, not a child of an actor
+ * here: xstate (5.33) copies a parent's map of children on every spawn and stop of a child,
+ * and scans every delayed event of the whole system whenever any actor in it stops, so one
+ * root over all sessions made starting or ending a session, and every turn, cost in
+ * proportion to the sessions on the node (`bench/actors.ts`: +35 to 60 % CPU per turn at
+ * 1,000 sessions).
  */
 import client from 'prom-client';
-import { createActor, setup, type Actor } from 'xstate';
 import type { Clock } from './clock.ts';
-import { startSession, type SessionActorRef, type SessionHandle, type SessionMachine, type SessionParent } from './session.ts';
+import { startSession, type SessionHandle } from './session.ts';
 import type { SessionDeps, SessionEnd, SessionPlan, TurnMetrics, TurnTimeline } from './types.ts';
 
 export interface SupervisorOptions {
@@ -29,36 +34,6 @@ export interface ControlMessage {
 }
 
 const PARTS = ['recognition', 'decide', 'model', 'synthesis', 'platform', 'total'] as const;
-
-type SupervisorEvent =
-  | { type: 'session.spawn'; sessionId: string; machine: SessionMachine; input: { plan: SessionPlan } }
-  | { type: 'session.remove'; sessionId: string };
-
-/** The root actor: the sessions are its children. It does nothing else. */
-const supervisorSetup = setup({ types: { events: {} as SupervisorEvent } });
-const supervisorMachine = supervisorSetup.createMachine({
-  id: 'supervisor',
-  on: {
-    'session.spawn': {
-      actions: supervisorSetup.enqueueActions(({ event, enqueue }) => {
-        if (event.type !== 'session.spawn') return;
-        // Each session's machine closes over its own dependencies, so it is spawned as logic,
-        // not by a name; xstate's types take an id only for logic named in `setup`, its
-        // runtime for both.
-        const options = { id: event.sessionId, input: event.input } as { input: unknown };
-        enqueue.spawnChild(event.machine, options);
-      }),
-    },
-    'session.remove': {
-      actions: supervisorSetup.enqueueActions(({ event, enqueue }) => {
-        if (event.type === 'session.remove') enqueue.stopChild(event.sessionId);
-      }),
-    },
-    // A session's failure, after its own observer has ended it as failed: handled here, so that
-    // one failing session never stops the root and every other session with it.
-    'xstate.error.actor.*': {},
-  },
-});
 
 export class Supervisor {
   private readonly sessions = new Map<string, SessionHandle>();
@@ -84,43 +59,6 @@ export class Supervisor {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5],
       registers,
     });
-  }
-
-  /**
-   * The root actor of the sessions on each clock: the node's clock's, made with the
-   * supervisor, and one for each clock a test runs sessions on (gone with its last session).
-   */
-  private readonly roots = new Map<Clock, Actor<typeof supervisorMachine>>();
-
-  private root(clock: Clock): Actor<typeof supervisorMachine> {
-    let root = this.roots.get(clock);
-    if (!root) {
-      root = createActor(supervisorMachine, { clock });
-      root.subscribe({ error: (err) => this.options.log?.error({ err }, 'supervisor actor failed') });
-      root.start();
-      this.roots.set(clock, root);
-    }
-    return root;
-  }
-
-  /** Where a session on `clock` runs: a child of that clock's root actor. */
-  private parent(clock: Clock): SessionParent {
-    const root = this.root(clock);
-    return {
-      spawn: (sessionId, machine, input) => {
-        root.send({ type: 'session.spawn', sessionId, machine, input });
-        const child = (root.getSnapshot().children as Record<string, SessionActorRef | undefined>)[sessionId];
-        if (!child) throw new Error(`session actor ${sessionId} was not spawned`);
-        return child;
-      },
-      remove: (sessionId) => {
-        root.send({ type: 'session.remove', sessionId });
-        if (clock !== this.options.clock && Object.keys(root.getSnapshot().children).length === 0) {
-          root.stop();
-          this.roots.delete(clock);
-        }
-      },
-    };
   }
 
   private readonly turnWatchers = new Set<(timeline: TurnTimeline, m: TurnMetrics) => void>();
@@ -175,8 +113,7 @@ export class Supervisor {
         }
       }
     };
-    const clock = deps.clock ?? this.options.clock;
-    const handle = startSession(plan, { ...deps, clock, onTurn, log: deps.log ?? this.options.log }, this.parent(clock));
+    const handle = startSession(plan, { ...deps, clock: deps.clock ?? this.options.clock, onTurn, log: deps.log ?? this.options.log });
     this.sessions.set(plan.sessionId, handle);
     this.live.set(this.sessions.size);
     void handle.ended.then(async (e) => {
