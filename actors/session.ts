@@ -515,7 +515,7 @@ function settlement(t: TurnRun | null, interrupted: boolean): { turnId: number; 
   return { turnId: t.turnId, text, generated: t.text, added };
 }
 
-export function createSessionMachine(deps: SessionDeps, io: SessionIo) {
+function createSessionMachine(deps: SessionDeps, io: SessionIo) {
   /**
    * What the caller said in this turn: the committed text. A partial never decides anything
    * (the turn is taken after the end of speech, from what was committed), so partials do not

@@ -1,11 +1,11 @@
 /**
  * Tool calls in a conversation: one xstate actor per call, a child of its session's actor
- * (`tool.<callId>`), and the ledger a session keeps of them (`ToolCalls`).
+ * (`tool.<callId>`), and the registry a session keeps of them (`ToolCalls`).
  *
  *   running ──execute settles──► completed | failed      (reported to the session: `tool.settled`)
  *      └────the session stops it (turn interrupted, session ended)    (stopping aborts `execute`)
  *
- * The ledger decides how a call runs (SPEC-agents.md, "Webhook tool" execution modes and
+ * The registry decides how a call runs (SPEC-agents.md, "Webhook tool" execution modes and
  * "Background tool calls"):
  * - `blocking`: the turn waits for the outcome; the model is called again with it.
  * - `fire_and_forget`: the model is told at once that the request was dispatched; the outcome
@@ -60,7 +60,7 @@ const failedWith = (error: string): ToolOutcome => ({ status: 'failed', output: 
 
 /**
  * One tool call, spawned by its session. `latencyMs` is whatever `execute` measured. Stopping
- * the actor aborts `execute`'s signal; a stopped call reports nothing (the ledger has already
+ * the actor aborts `execute`'s signal; a stopped call reports nothing (the registry has already
  * recorded it as cancelled).
  */
 export const toolCallMachine = setup({
@@ -134,7 +134,7 @@ export interface BackgroundResult {
   content: string;
 }
 
-/** A call the ledger started, as the turn that made it sees it. */
+/** A call the registry started, as the turn that made it sees it. */
 export interface StartedCall {
   callId: string;
   toolName: string;

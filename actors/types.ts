@@ -88,11 +88,9 @@ export interface SessionOutput {
   audio(pcm: Uint8Array): void;
 }
 
-/**
- * A durable record entry (`session_items`, GAPS.md §4.4): a message, a tool call or its
- * result, or (sessions on a custom LLM) a failure of the agent's LLM endpoint.
- */
+/** A durable record entry (`session_items`, GAPS.md §4.4). */
 export interface SessionItem {
+  /** A message, a tool call or its result, or (sessions on a custom LLM) a failure of the agent's LLM endpoint. */
   type: 'message' | 'tool_call' | 'tool_result' | 'llm.endpoint_error';
   payload: Record<string, unknown>;
 }
