@@ -113,3 +113,97 @@ export function parseWav(bytes: Uint8Array): { pcm: Int16Array; sampleRateHz: nu
   }
   return null;
 }
+
+/**
+ * Streaming band-limited resampling (a Hann-windowed sinc, 16 taps a side), for audio that
+ * arrives in pieces: provider speech at its own rate, resampled to the rate a request asked for.
+ * The rates' ratio is rational (to/from = L/M in lowest terms), so the output falls on L
+ * phases between input samples: their weights are computed once (polyphase). Pieces
+ * concatenate seamlessly; `flush()` gives the tail, so the total is round(input × toHz / fromHz).
+ */
+export class StreamResampler {
+  private static readonly HALF = 16;
+  /** Weights per phase: phases × 2·HALF. */
+  private readonly weights: Float32Array;
+  private readonly L: number;
+  private readonly M: number;
+  /** Input not yet consumed; `histStart` is the absolute index of its first sample. */
+  private hist: Float32Array;
+  private histStart: number;
+  private inCount = 0;
+  private outCount = 0;
+
+  constructor(readonly fromHz: number, readonly toHz: number) {
+    const H = StreamResampler.HALF;
+    const gcd = (a: number, b: number): number => (b ? gcd(b, a % b) : a);
+    const g = gcd(fromHz, toHz);
+    this.L = toHz / g;
+    this.M = fromHz / g;
+    // Below both Nyquist frequencies, with a little room for the transition band.
+    const cutoff = Math.min(1, toHz / fromHz) * 0.94;
+    this.weights = new Float32Array(this.L * 2 * H);
+    for (let phase = 0; phase < this.L; phase++) {
+      const frac = phase / this.L;
+      for (let j = 0; j < 2 * H; j++) {
+        const x = frac + H - 1 - j; // distance from the tap at c − H + 1 + j to the output
+        const sinc = x === 0 ? 1 : Math.sin(Math.PI * cutoff * x) / (Math.PI * cutoff * x);
+        const w = Math.abs(x) >= H ? 0 : 0.5 * (1 + Math.cos((Math.PI * x) / H));
+        this.weights[phase * 2 * H + j] = cutoff * sinc * w;
+      }
+    }
+    // H zeros of virtual past, so the first output sits on the first input sample.
+    this.hist = new Float32Array(H);
+    this.histStart = -H;
+  }
+
+  private run(input: Float32Array | null, limit: number): Int16Array {
+    const H = StreamResampler.HALF;
+    let all = this.hist;
+    if (input && input.length) {
+      all = new Float32Array(this.hist.length + input.length);
+      all.set(this.hist);
+      all.set(input, this.hist.length);
+    }
+    const end = this.histStart + all.length; // absolute index after the last sample held
+    const { L, M } = this;
+    // Outputs whose taps all lie within what is held.
+    let last = Math.floor(((end - H - 1) * L) / M); // largest k with floor(kM/L) + H < end
+    while (Math.floor((last * M) / L) + H >= end) last--;
+    const n = Math.max(0, Math.min(limit, last + 1) - this.outCount);
+    const out = new Int16Array(n);
+    const w = this.weights;
+    for (let i = 0; i < n; i++) {
+      const k = this.outCount + i;
+      const km = k * M;
+      const c = Math.floor(km / L);
+      const phase = km - c * L;
+      const base = c - H + 1 - this.histStart;
+      const wb = phase * 2 * H;
+      let acc = 0;
+      for (let j = 0; j < 2 * H; j++) acc += all[base + j]! * w[wb + j]!;
+      out[i] = acc > 32767 ? 32767 : acc < -32768 ? -32768 : Math.round(acc);
+    }
+    this.outCount += n;
+    // Keep what the next output still needs.
+    const nextC = Math.floor((this.outCount * M) / L);
+    const keepFrom = Math.max(this.histStart, nextC - H + 1);
+    this.hist = all.slice(keepFrom - this.histStart);
+    this.histStart = keepFrom;
+    return out;
+  }
+
+  push(pcm: Int16Array): Int16Array {
+    if (this.fromHz === this.toHz) return pcm;
+    this.inCount += pcm.length;
+    const f = new Float32Array(pcm.length);
+    for (let i = 0; i < pcm.length; i++) f[i] = pcm[i]!;
+    return this.run(f, Number.POSITIVE_INFINITY);
+  }
+
+  /** The rest of the output (the input's last samples, with silence after them). */
+  flush(): Int16Array {
+    if (this.fromHz === this.toHz) return new Int16Array(0);
+    const total = Math.round((this.inCount * this.toHz) / this.fromHz);
+    return this.run(new Float32Array(StreamResampler.HALF * 2 + Math.ceil(this.M / this.L) + 2), total);
+  }
+}

@@ -1,9 +1,9 @@
 /**
  * Where a sentence ends, for the native backend: synthesis cuts text into segments and speaks
- * a stream's complete sentences, the scripted model reads passages sentence by sentence and
- * ends a value at a sentence end. This is a copy of the platform's `actors/sentences.ts`:
- * `native/` is a separate program (its own licence) that imports only the generated contract
- * and its own files. Keep the two the same.
+ * a stream's complete sentences (its own engines and the provider engines), the scripted model
+ * reads passages sentence by sentence and ends a value at a sentence end. This is a copy of the
+ * platform's `actors/sentences.ts`: `native/` is a separate program (its own licence) that
+ * imports only the generated contract and its own files. Keep the two the same.
  *
  * A sentence ends after a run of terminators (`. ! ? …`, the full-width `。 ！ ？`, or a line
  * break) and any closing quotes or brackets, where whitespace or the end of the text follows;
@@ -17,8 +17,7 @@ const END = /[.!?…。！？\n]+["')\]」』]*\s*/gu;
  * The same end as a pattern source, for a lookahead that stops before it: ASCII terminators and
  * closers followed by whitespace or the end of the text, or a full-width terminator or line break.
  */
-export const SENTENCE_END_AHEAD = String.raw`[.!?…]+["')\]」』]*(?:\s|$)|[。！？
-]`;
+export const SENTENCE_END_AHEAD = String.raw`[.!?…]+["')\]」』]*(?:\s|$)|[。！？\n]`;
 const ENDS_AT_ONCE = /[。！？\n]/u;
 const SPACE_AT_END = /\s$/u;
 

@@ -4,11 +4,10 @@
 //   npm run backend                        # listens on BACKEND_ADDRESS (127.0.0.1:50051)
 //   PARLEY_SPEECH_ENGINE=synthetic npm run backend
 //
-// Environment: BACKEND_ADDRESS; PARLEY_SPEECH_ENGINE (espeak | synthetic, default espeak);
-// PARLEY_SYNTHETIC_TTFA_MS (time to first audio, default 0); PARLEY_SYNTHETIC_PACING
-// (fast | realtime, default fast); PARLEY_CHUNK_MS (audio per chunk, default 100);
-// PARLEY_MAX_CALLS (concurrent calls, default 4096); PARLEY_BACKEND_TIMINGS (a file: one JSON
-// line per turn part this backend served, `CallTiming` in service.ts, for bench/sessions.ts).
+// Settings come from the environment, read in one place (config.ts; docs/inference.md and
+// docs/providers.md list them): BACKEND_ADDRESS, PARLEY_SPEECH_ENGINE, PARLEY_SYNTHETIC_*,
+// PARLEY_CHUNK_MS, PARLEY_MAX_CALLS, PARLEY_BACKEND_TIMINGS, and the provider engines
+// (PARLEY_{LLM,STT,TTS}_PROVIDER, _BASE_URL, _API_KEY, _MODEL, PARLEY_TTS_VOICE).
 // When run as a program it prints one line `{"ready":true,"address":"host:port"}` on
 // stdout once it listens, and stops on SIGTERM/SIGINT.
 import * as grpc from '@grpc/grpc-js';
@@ -21,6 +20,9 @@ import { inferenceServiceDefinition } from '../src/inference/grpc-service.ts';
 import { createEspeakEngine } from './engines/espeak.ts';
 import { createSyntheticEngine } from './engines/synthetic-engine.ts';
 import type { SpeechEngine } from './engines/types.ts';
+import { readNativeConfig, type ProvidersConfig } from './config.ts';
+import type { Providers } from './providers/index.ts';
+import type { SpeechDetector } from './providers/vad.ts';
 import { createService, LIMITS, type CallInfo, type CallTiming, type LoopTiming, type StreamRecognizer } from './service.ts';
 import type { Pacing } from './speech.ts';
 
@@ -52,6 +54,10 @@ export interface BackendOptions {
    */
   wrapSpeech?: (engine: SpeechEngine) => SpeechEngine;
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
+  /** Provider engines (docs/providers.md). Default: from the environment (PARLEY_LLM_PROVIDER, …). */
+  providers?: ProvidersConfig;
+  /** Where settings not given here are read from. Default process.env. */
+  env?: Record<string, string | undefined>;
   /** Logger (default: silent in-process; the program logs to stderr at LOG_LEVEL, default info). */
   logger?: Logger;
 }
@@ -94,22 +100,30 @@ function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger)
   }
 }
 
-function envNumber(name: string, fallback: number): number {
-  const v = process.env[name];
-  return v === undefined || v === '' || !Number.isFinite(Number(v)) ? fallback : Number(v);
-}
-
 /** Starts the native backend in this process. */
 export async function startBackend(opts: BackendOptions = {}): Promise<Backend> {
-  const address = opts.address ?? process.env.BACKEND_ADDRESS ?? '127.0.0.1:50051';
-  const speechName = opts.engine ?? (process.env.PARLEY_SPEECH_ENGINE as BackendOptions['engine']) ?? 'espeak';
+  const cfg = readNativeConfig(opts.env ?? process.env);
+  const address = opts.address ?? cfg.address;
+  const speechName = opts.engine ?? cfg.speechEngine;
   if (speechName !== 'espeak' && speechName !== 'synthetic') throw new Error(`PARLEY_SPEECH_ENGINE must be espeak or synthetic, not ${speechName}`);
+  const log = opts.logger ?? pino({ level: 'silent' });
   const synthetic = createSyntheticEngine({ workers: opts.syntheticWorkers });
   const engines: Record<string, SpeechEngine> = { espeak: createEspeakEngine({ workers: opts.espeakWorkers }), synthetic };
-  // The speech engine and the recognizer load before the server says it is ready.
-  await Promise.all([engines[speechName].warm?.(), synthetic.warm?.()]);
-  const log = opts.logger ?? pino({ level: 'silent' });
-  const timingsFile = opts.onTiming ? null : process.env.PARLEY_BACKEND_TIMINGS;
+  const providersConfig = opts.providers ?? cfg.providers;
+  // The provider engines (and the speech detector, only in front of a transcription provider)
+  // are loaded only when configured: a backend without them starts as it always did.
+  let providers: Providers | undefined;
+  let detector: SpeechDetector | null = null;
+  if (providersConfig.llm || providersConfig.stt || providersConfig.tts) {
+    const [{ createProviders }, { SpeechDetector }] = await Promise.all([import('./providers/index.ts'), import('./providers/vad.ts')]);
+    detector = providersConfig.stt ? new SpeechDetector(log) : null;
+    const d = detector;
+    providers = createProviders(providersConfig, { logger: log, detector: d ? d.open : () => { throw new Error('no speech detector'); } });
+  }
+  // The speech engine, the recognizer and the detector load before the server says it is ready;
+  // providers are asked once whether they answer (briefly: one that is down is reported, not fatal).
+  await Promise.all([engines[speechName].warm?.(), synthetic.warm?.(), detector?.warm(), providers?.probe()]);
+  const timingsFile = opts.onTiming ? null : cfg.timingsFile;
   const timings = timingsFile ? createWriteStream(timingsFile, { flags: 'a' }) : null;
   const onTiming = opts.onTiming ?? (timings ? (t: CallTiming) => void timings.write(`${JSON.stringify(t)}\n`) : undefined);
   // With the timings, this process's event-loop delay since it started, once a second (`LoopTiming`):
@@ -127,13 +141,15 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     recognize: (pcm, rate) => synthetic.recognize(pcm, rate),
     streamRecognizer: opts.streamRecognizer,
     pacing: {
-      timeToFirstAudioMs: opts.timeToFirstAudioMs ?? envNumber('PARLEY_SYNTHETIC_TTFA_MS', 0),
-      mode: opts.pacing ?? (process.env.PARLEY_SYNTHETIC_PACING === 'realtime' ? 'realtime' : 'fast'),
+      timeToFirstAudioMs: opts.timeToFirstAudioMs ?? cfg.timeToFirstAudioMs,
+      mode: opts.pacing ?? cfg.pacing,
     },
-    chunkMs: opts.chunkMs ?? envNumber('PARLEY_CHUNK_MS', 100),
-    maxConcurrentCalls: opts.maxConcurrentCalls ?? envNumber('PARLEY_MAX_CALLS', 4096),
+    chunkMs: opts.chunkMs ?? cfg.chunkMs,
+    maxConcurrentCalls: opts.maxConcurrentCalls ?? cfg.maxConcurrentCalls,
     onCall: opts.onCall,
     onTiming,
+    providers,
+    detectorHealth: detector ? () => detector!.health() : undefined,
     logger: log,
   });
   const server = new grpc.Server({
@@ -159,7 +175,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
           const t = setTimeout(() => { server.forceShutdown(); resolve(); }, 1000);
           server.tryShutdown(() => { clearTimeout(t); resolve(); });
         });
-        await Promise.all(Object.values(engines).map((e) => e.close()));
+        await Promise.all([...Object.values(engines).map((e) => e.close()), providers?.close(), detector?.close()]);
         if (loopTimer) clearInterval(loopTimer);
         if (timings) await new Promise<void>((resolve) => timings.end(resolve));
       })()),
@@ -167,10 +183,20 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2));
+  let cfg: ReturnType<typeof readNativeConfig>;
+  try {
+    cfg = readNativeConfig();
+  } catch (err) {
+    process.stderr.write(`${JSON.stringify({ ready: false, error: String((err as Error).message) })}\n`);
+    process.exit(1);
+  }
+  const logger = pino({ level: cfg.logLevel }, pino.destination(2));
   startBackend({ logger }).then(
     (backend) => {
-      logger.info({ address: backend.address, engine: process.env.PARLEY_SPEECH_ENGINE ?? 'espeak' }, 'native backend listening');
+      // Providers by what they are and where; never their keys.
+      const { llm, stt, tts } = cfg.providers;
+      const where = (p?: { kind: string; baseUrl: string; model: string }) => (p ? `${p.kind} ${p.baseUrl} ${p.model}` : 'built in');
+      logger.info({ address: backend.address, engine: cfg.speechEngine, llm: where(llm), stt: where(stt), tts: where(tts) }, 'native backend listening');
       process.stdout.write(`${JSON.stringify({ ready: true, address: backend.address })}\n`);
       const stop = () => { backend.close().then(() => process.exit(0)); };
       process.once('SIGTERM', stop);

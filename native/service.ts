@@ -24,6 +24,7 @@ import {
   TranscribeStreamResponseSchema,
   UsageSchema,
   VoiceInfoSchema,
+  type AudioChunk,
   type SynthesizeRequest,
   type TranscribeConfig,
   type TranscribeStreamResponse,
@@ -35,11 +36,21 @@ import { cutSentences } from './sentences.ts';
 import { createStreamRecognizer, MissingEngineError, type Recognized, type StreamEvent } from './engines/synthetic-engine.ts';
 import type { SpeechEngine, Timed } from './engines/types.ts';
 import { segmentText, SpeechTimeline, speechStats, type Pacing } from './speech.ts';
+import { invalid, StatusError } from './status.ts';
+import type { Providers } from './providers/index.ts';
+import { SegmentSpeaker, type LiveSpeaker } from './providers/speech.ts';
+import { ProviderTimeline } from './providers/timeline.ts';
+import type { StreamTranscriber } from './providers/transcription.ts';
 
 /** Model names the native backend serves. */
 export const SPEECH_MODELS = ['s2.1-pro', 's2.1-pro-free', 's2-pro', 's1'];
 export const TRANSCRIPTION_MODELS = ['transcribe-1'];
-export const CHAT_MODELS = ['scripted'];
+/**
+ * Chat models: the platform's agent tiers (served by the chat provider when one is set, else the
+ * scripted model) and `scripted` itself, whatever the setting.
+ */
+export const CHAT_TIERS = ['llm-instant', 'llm-medium', 'llm-high'];
+export const CHAT_MODELS = [...CHAT_TIERS, 'scripted'];
 export const LIMITS = { maxTextChars: 20_000, maxAudioMs: 30 * 60_000, maxMessageBytes: 64 * 1024 * 1024 };
 
 /** A realtime recognizer: PCM pushed in pieces of any size, events out (see StreamDecoder). */
@@ -63,6 +74,10 @@ export interface ServiceOptions {
   onCall?: (info: CallInfo) => void;
   /** Observes when this backend did the parts of a conversation's turn (PARLEY_BACKEND_TIMINGS). */
   onTiming?: (t: CallTiming) => void;
+  /** Provider engines (docs/providers.md); each capability set replaces the built-in engine behind the default models. */
+  providers?: Providers;
+  /** Health of the speech detector in front of transcription providers, when there is one. */
+  detectorHealth?: () => { ok: boolean; detail: string };
   logger: Logger;
 }
 
@@ -104,18 +119,11 @@ export interface CallInfo {
 const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
 const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
 
-/** A gRPC status error. */
-export class StatusError extends Error {
-  constructor(readonly code: grpc.status, readonly details: string) {
-    super(details);
-  }
-}
-
-const invalid = (msg: string) => new StatusError(grpc.status.INVALID_ARGUMENT, msg);
+export { StatusError };
 
 function toStatus(err: unknown): StatusError {
   if (err instanceof StatusError) return err;
-  if (err instanceof MissingEngineError) return new StatusError(grpc.status.UNAVAILABLE, err.message);
+  if (err instanceof MissingEngineError) return new StatusError(grpc.status.UNIMPLEMENTED, err.message);
   if (err instanceof Error && err.name === 'AbortError') return new StatusError(grpc.status.CANCELLED, 'cancelled');
   return new StatusError(grpc.status.INTERNAL, err instanceof Error ? err.message : String(err));
 }
@@ -124,7 +132,7 @@ function toStatus(err: unknown): StatusError {
 function fail(call: { emit(e: 'error', err: grpc.ServiceError): unknown; cancelled?: boolean }, err: unknown) {
   if (call.cancelled) return;
   const s = toStatus(err);
-  call.emit('error', Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() }));
+  call.emit('error', Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: s.metadata() }));
 }
 
 /** Writes with backpressure; rejects when the call was cancelled. */
@@ -139,6 +147,13 @@ function writer<T>(call: grpc.ServerWritableStream<unknown, T> | grpc.ServerDupl
       });
     }
   };
+}
+
+/** The call's gRPC deadline in epoch ms, or undefined when it has none. */
+function deadlineOf(call: { getDeadline(): grpc.Deadline }): number | undefined {
+  const d = call.getDeadline();
+  const ms = d instanceof Date ? d.getTime() : Number(d);
+  return Number.isFinite(ms) ? ms : undefined;
 }
 
 function abortOn(call: { on(event: 'cancelled', listener: () => void): unknown }): AbortController {
@@ -168,7 +183,12 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     return () => { if (!done) { done = true; activeCalls--; } };
   }
 
-  function speechEngineFor(model: string): SpeechEngine {
+  const speechProvider = o.providers?.speech;
+  const transcriptionProvider = o.providers?.transcription;
+  const chatProvider = o.providers?.chat;
+
+  function speechEngineFor(model: string): SpeechEngine | 'provider' {
+    if (speechProvider && (!model || SPEECH_MODELS.includes(model) || model === speechProvider.provider.settings.model)) return 'provider';
     if (!model || SPEECH_MODELS.includes(model)) return o.speech;
     const e = o.engines[model];
     if (e) return e;
@@ -181,7 +201,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     if (!streaming && !req.text.trim()) throw invalid('text: must not be empty');
     if (Array.from(req.text).length > LIMITS.maxTextChars) throw invalid(`text: at most ${LIMITS.maxTextChars} characters`);
     const voice = req.referenceId;
-    if (voice && !engine.voices.some((v) => v.id === voice)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
+    if (engine === 'provider') {
+      // The provider's voices are its own: an unknown one is refused by the provider (NOT_FOUND).
+      if (!voice && req.references.length) throw new StatusError(grpc.status.UNIMPLEMENTED, `references: reference audio (voice cloning) is not supported by the ${speechProvider!.provider.what}; name one of its voices in reference_id, or set PARLEY_TTS_VOICE`);
+    } else if (voice && !engine.voices.some((v) => v.id === voice)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
     const speed = req.prosody?.speed || 1;
     if (speed < 0.5 || speed > 2) throw invalid('prosody.speed: must be between 0.5 and 2');
     const volumeDb = req.prosody?.volumeDb ?? 0;
@@ -206,6 +229,16 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
    */
   const headersNow = (call: { sendMetadata(m: grpc.Metadata): void }) => call.sendMetadata(new grpc.Metadata());
 
+  /** A speaker for a call served by the speech provider: its own live socket, or a request per segment. */
+  function providerSpeaker(call: { getDeadline(): grpc.Deadline }, ac: AbortController, opts: ReturnType<typeof speechConfig>['opts'], chunkLength: number, write: (c: AudioChunk) => Promise<void>, live: boolean): LiveSpeaker {
+    const sp = speechProvider!;
+    const timeline = new ProviderTimeline({ sampleRateHz: opts.sampleRateHz, encoding: opts.encoding, chunkMs: opts.chunkMs, volumeDb: opts.volumeDb, speed: opts.speed });
+    const scope = { signal: ac.signal, deadline: deadlineOf(call) };
+    const po = { voice: opts.voice, speed: opts.speed, language: opts.language, sampleRateHz: opts.sampleRateHz };
+    if (live && sp.live) return sp.live(po, timeline, scope, write);
+    return new SegmentSpeaker(sp, po, timeline, scope, write, chunkLength, live);
+  }
+
   const handlers: InferenceServiceHandlers = {
     synthesize(call) {
       observe('synthesize', call.metadata, call.request);
@@ -214,12 +247,23 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       (async () => {
         release = admit();
         const { engine, opts, chunkLength } = speechConfig(call.request, false);
+        if (engine === 'provider') {
+          const speaker = providerSpeaker(call, ac, opts, chunkLength, writer(call, ac.signal), false);
+          speaker.text(call.request.text);
+          await speaker.flush();
+          call.end();
+          return;
+        }
         const timeline = new SpeechTimeline(engine, opts, ac.signal);
         await timeline.run(segmentText(call.request.text, chunkLength), writer(call, ac.signal), true);
         call.end();
       })()
         .catch((err) => report(call, err))
-        .finally(() => release());
+        .finally(() => {
+          release();
+          // Requests a failure left behind (the segment synthesized ahead) stop here.
+          if (!ac.signal.aborted) ac.abort(new Error('call ended'));
+        });
     },
 
     synthesizeStream(call) {
@@ -250,8 +294,17 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       (async () => {
         release = admit();
         let timeline: SpeechTimeline | null = null;
+        let speaker: LiveSpeaker | null = null;
         let chunkLength = 200;
         let buffer = '';
+        // With a speech provider, audio is written by the speaker as it comes; the first audio is timed here.
+        const writeChunk = (c: AudioChunk) => {
+          if (timed && !audioAt && textAt && c.audio.length) {
+            audioAt = Date.now();
+            timed({ rpc: 'synthesizeStream', requestId: requestIdOf(call.metadata), textAt, audioAt });
+          }
+          return write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } }));
+        };
         const speak = async (text: string, final: boolean) => {
           if (!timeline) throw invalid('config: the first message must be a config');
           const segs = segmentText(text, chunkLength);
@@ -272,11 +325,22 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           ac.signal.throwIfAborted();
           const e = queue.shift()!;
           if ('config' in e) {
-            if (timeline) throw invalid('config: only the first message may be a config');
+            if (timeline || speaker) throw invalid('config: only the first message may be a config');
             if (e.config.text) throw invalid('config.text: must be empty in SynthesizeStream');
             const c = speechConfig(e.config, true);
             chunkLength = c.chunkLength;
-            timeline = new SpeechTimeline(c.engine, c.opts, ac.signal);
+            if (c.engine === 'provider') speaker = providerSpeaker(call, ac, c.opts, chunkLength, writeChunk, true);
+            else timeline = new SpeechTimeline(c.engine, c.opts, ac.signal);
+          } else if (speaker) {
+            if ('text' in e) speaker.text(e.text);
+            else if ('flush' in e) {
+              await speaker.flush();
+              await write(create(SynthesizeStreamResponseSchema, { event: { case: 'flushed', value: { id: e.flush } } }));
+            } else {
+              await speaker.flush(true);
+              call.end();
+              return;
+            }
           } else if ('text' in e) {
             if (!timeline) throw invalid('config: the first message must be a config');
             buffer += e.text;
@@ -301,7 +365,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
       })()
         .catch((err) => report(call, err))
-        .finally(() => release());
+        .finally(() => {
+          release();
+          if (!ac.signal.aborted) ac.abort(new Error('call ended'));
+        });
     },
 
     transcribe(call, callback) {
@@ -312,6 +379,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       let size = 0;
       let release = () => {};
       let failed = false;
+      const ac = abortOn(call);
       try {
         release = admit();
       } catch (err) {
@@ -349,14 +417,18 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           for (const p of parts) { all.set(p, off); off += p.length; }
           const { pcm, sampleRateHz } = decodeInput(config, all);
           if ((pcm.length / sampleRateHz) * 1000 > LIMITS.maxAudioMs) throw invalid('audio: longer than the backend accepts');
-          const r = await o.recognize(pcm, sampleRateHz);
-          const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
-          const segments = r.words.length ? [{ text: r.text, startMs: r.words[0].startMs, endMs: r.words[r.words.length - 1].endMs }] : [];
+          const durationMs = (pcm.length / sampleRateHz) * 1000;
+          const r: Recognized & { segments?: Timed[] } = transcriptionProvider
+            ? { durationMs, ...(await transcriptionProvider.transcribe(pcm, sampleRateHz, config.language, { signal: ac.signal, deadline: deadlineOf(call) })) }
+            : await o.recognize(pcm, sampleRateHz);
+          const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: Math.min(t.startMs, durationMs), endMs: Math.min(t.endMs, durationMs) });
+          const segments = r.segments?.length ? r.segments : r.words.length ? [{ text: r.text, startMs: r.words[0].startMs, endMs: r.words[r.words.length - 1].endMs }] : [];
           callback(null, create(TranscribeResponseSchema, { text: r.text, durationMs: r.durationMs, words: r.words.map(seg), segments: segments.map(seg), language: config.language }));
         } catch (err) {
-          callback(toGrpcError(err));
+          if (!ac.signal.aborted) callback(toGrpcError(err));
         } finally {
           release();
+          if (!ac.signal.aborted) ac.abort(new Error('call ended'));
         }
       });
       call.on('cancelled', () => release());
@@ -406,7 +478,16 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
         if (forceCommit && !committed) chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: { case: 'committed', value: create(CommittedSchema, {}) } })));
       };
-      const stop = (err: unknown) => { ac.abort(err); report(call, err); release(); };
+      let transcriber: StreamTranscriber | null = null;
+      let stopped = false;
+      const stop = (err: unknown) => {
+        if (stopped) return;
+        stopped = true;
+        transcriber?.close();
+        ac.abort(err);
+        report(call, err);
+        release();
+      };
       try {
         release = admit();
       } catch (err) {
@@ -418,14 +499,15 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         try {
           const ev = m.event;
           if (ev.case === 'config') {
-            if (decoder) throw invalid('config: only the first message may be a config');
+            if (decoder || transcriber) throw invalid('config: only the first message may be a config');
             checkTranscriptionModel(ev.value.model);
             const enc = ev.value.input?.encoding || AudioEncoding.PCM_S16LE;
             if (enc !== AudioEncoding.PCM_S16LE) throw invalid('config.input.encoding: TranscribeStream takes PCM_S16LE frames');
             rateHz = ev.value.input?.sampleRateHz ?? 0;
             if (rateHz < 8000 || rateHz > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000');
-            decoder = (o.streamRecognizer ?? createStreamRecognizer)(rateHz);
-          } else if (!decoder) {
+            if (transcriptionProvider) transcriber = transcriptionProvider.stream(rateHz, ev.value.language, { signal: ac.signal }, (e) => send([e], false), stop);
+            else decoder = (o.streamRecognizer ?? createStreamRecognizer)(rateHz);
+          } else if (!decoder && !transcriber) {
             throw invalid('config: the first message must be a config');
           } else if (ev.case === 'audio') {
             if (timed) {
@@ -433,9 +515,11 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
               arrivals.push([heardMs, Date.now()]);
               if (arrivals.length > 256) dropped = arrivals.splice(0, 128)[127][0];
             }
-            send(decoder.push(bytesToPcm(ev.value)), false);
+            if (transcriber) transcriber.push(bytesToPcm(ev.value));
+            else send(decoder!.push(bytesToPcm(ev.value)), false);
           } else if (ev.case === 'commit') {
-            send(decoder.flush(), true);
+            if (transcriber) transcriber.commit();
+            else send(decoder!.flush(), true);
           }
         } catch (err) {
           stop(err);
@@ -444,9 +528,18 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       call.on('end', () => {
         if (ac.signal.aborted) return;
         if (decoder) send(decoder.flush(), false);
-        chain.then(() => { call.end(); release(); }, (err) => stop(err));
+        const rest = transcriber ? transcriber.end().then(() => chain) : chain;
+        rest.then(() => {
+          if (stopped) return;
+          transcriber?.close();
+          call.end();
+          release();
+        }, (err) => stop(err));
       });
-      call.on('cancelled', () => release());
+      call.on('cancelled', () => {
+        transcriber?.close();
+        release();
+      });
     },
 
     generate(call) {
@@ -457,7 +550,8 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       (async () => {
         release = admit();
         const req = call.request;
-        if (req.model && !CHAT_MODELS.includes(req.model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${req.model}`);
+        const viaProvider = !!chatProvider && (!req.model || CHAT_TIERS.includes(req.model) || req.model === chatProvider.provider.settings.model);
+        if (req.model && !viaProvider && !CHAT_MODELS.includes(req.model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${req.model}`);
         if (req.messages.length === 0 && !req.structured) throw invalid('messages: must not be empty');
         if (req.structured) {
           try { JSON.parse(req.structured.jsonSchema); } catch { throw invalid('structured.json_schema: not valid JSON'); }
@@ -466,9 +560,25 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           if (!t.name) throw invalid(`tools.${i}.name: required`);
           if (t.parametersJsonSchema) { try { JSON.parse(t.parametersJsonSchema); } catch { throw invalid(`tools.${i}.parameters_json_schema: not valid JSON`); } }
         }
-        const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
         const write = writer(call, ac.signal);
         const textAt: number[] = [];
+        if (viaProvider) {
+          for await (const e of chatProvider!.generate(req, { signal: ac.signal, deadline: deadlineOf(call) })) {
+            if (e.type === 'text') {
+              if (o.onTiming) textAt.push(Date.now());
+              await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.text } }));
+            } else if (e.type === 'tool_call') {
+              await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, { id: e.id, name: e.name, argumentsJson: e.argumentsJson }) } }));
+            } else {
+              const reason = e.reason === 'tool_calls' ? FinishReason.TOOL_CALLS : e.reason === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
+              await write(create(GenerateResponseSchema, { event: { case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens: e.inputTokens, outputTokens: e.outputTokens }) }) } }));
+            }
+          }
+          call.end();
+          o.onTiming?.({ rpc: 'generate', requestId: requestIdOf(call.metadata), receivedAt, textAt });
+          return;
+        }
+        const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
         for (const e of r.events) {
           if (e.textDelta !== undefined) {
             if (o.onTiming) textAt.push(Date.now());
@@ -481,7 +591,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         o.onTiming?.({ rpc: 'generate', requestId: requestIdOf(call.metadata), receivedAt, textAt });
       })()
         .catch((err) => report(call, err))
-        .finally(() => release());
+        .finally(() => {
+          release();
+          if (!ac.signal.aborted) ac.abort(new Error('call ended'));
+        });
     },
 
     capabilities(call, callback) {
@@ -489,17 +602,30 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       const speech = o.speech;
       const langs = new Set<string>();
       for (const e of Object.values(o.engines)) e.languages.forEach((l) => langs.add(l));
+      // Providers are described with whether they answer (the last probe; Health has the same).
+      const state = new Map((o.providers?.health() ?? []).map((h) => [h.name.slice(0, 3), h]));
+      const said = (cap: string) => {
+        const h = state.get(cap);
+        return h ? `; ${h.ok ? 'answering' : `not answering: ${h.detail}`}` : '';
+      };
+      const speechBy = speechProvider ? `served by the ${speechProvider.provider.what}${said('tts')}` : `served by the ${speech.name} engine`;
       const models = [
-        ...SPEECH_MODELS.map((name, i) => create(ModelInfoSchema, { name, kind: ModelKind.SPEECH, languages: speech.languages, description: `served by the ${speech.name} engine`, isDefault: i === 0 })),
+        ...SPEECH_MODELS.map((name, i) => create(ModelInfoSchema, { name, kind: ModelKind.SPEECH, languages: speechProvider ? [] : speech.languages, description: speechBy, isDefault: i === 0 })),
         ...Object.keys(o.engines).map((name) => create(ModelInfoSchema, { name, kind: ModelKind.SPEECH, languages: o.engines[name].languages, description: `the ${name} engine` })),
-        create(ModelInfoSchema, { name: 'transcribe-1', kind: ModelKind.TRANSCRIPTION, description: 'synthetic speech recognizer', isDefault: true }),
-        create(ModelInfoSchema, { name: 'scripted', kind: ModelKind.CHAT, description: 'deterministic scripted chat model', isDefault: true }),
+        create(ModelInfoSchema, { name: 'transcribe-1', kind: ModelKind.TRANSCRIPTION, description: transcriptionProvider ? `served by the ${transcriptionProvider.provider.what}${said('stt')}` : 'synthetic speech recognizer', isDefault: true }),
+        ...CHAT_TIERS.map((name) => create(ModelInfoSchema, { name, kind: ModelKind.CHAT, description: chatProvider ? `served by the ${chatProvider.provider.what}${said('llm')}` : 'the scripted chat model' })),
+        create(ModelInfoSchema, { name: 'scripted', kind: ModelKind.CHAT, description: 'deterministic scripted chat model', isDefault: !chatProvider }),
       ];
+      if (chatProvider) models.push(create(ModelInfoSchema, { name: chatProvider.provider.settings.model, kind: ModelKind.CHAT, description: `served by the ${chatProvider.provider.what}${said('llm')}`, isDefault: true }));
+      if (speechProvider) models.push(create(ModelInfoSchema, { name: speechProvider.provider.settings.model, kind: ModelKind.SPEECH, description: speechBy }));
+      const voices = speechProvider
+        ? [create(VoiceInfoSchema, { id: speechProvider.voice, name: `${speechProvider.voice} (the provider's default voice; reference_id may name any of its voices)`, languages: [] })]
+        : speech.voices.map((v) => create(VoiceInfoSchema, v));
       callback(null, create(CapabilitiesResponseSchema, {
         contractVersion: 'v1',
         backend: 'parley-native 0.1.0',
         models,
-        voices: speech.voices.map((v) => create(VoiceInfoSchema, v)),
+        voices,
         languages: [...langs],
         outputFormats: [
           create(OutputFormatInfoSchema, { encoding: AudioEncoding.PCM_S16LE, sampleRatesHz: [] }),
@@ -515,6 +641,8 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       observe('health', call.metadata);
       const engines = Object.values(o.engines).map((e) => create(EngineHealthSchema, { name: e.name, ...e.health() }));
       engines.push(create(EngineHealthSchema, { name: 'scripted', ok: true, detail: 'deterministic chat model' }));
+      for (const h of o.providers?.health() ?? []) engines.push(create(EngineHealthSchema, h));
+      if (o.detectorHealth) engines.push(create(EngineHealthSchema, { name: 'speech detector', ...o.detectorHealth() }));
       callback(null, create(HealthResponseSchema, { status: ServingStatus.SERVING, engines, activeCalls: activeCalls }));
     },
   };
@@ -543,5 +671,5 @@ function decodeInput(config: TranscribeConfig, bytes: Uint8Array): { pcm: Int16A
 
 function toGrpcError(err: unknown): grpc.ServiceError {
   const s = toStatus(err);
-  return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: s.metadata() });
 }

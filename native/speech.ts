@@ -159,7 +159,7 @@ export class SpeechTimeline {
       offsetSamples: BigInt(this.offsetSamples),
       offsetMs: (this.offsetSamples / rate) * 1000,
       durationMs: (pcm.length / rate) * 1000,
-      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg) }),
+      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg), estimated: !!this.engine.estimatedAlignment && (words.length > 0 || chars.length > 0) }),
       final,
     });
     this.offsetSamples += pcm.length;

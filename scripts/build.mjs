@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Builds what the platform serves to browsers into dist/ (git-ignored): the client SDK's browser
-// bundle, and the web apps (the console) with content-hashed assets. Run by `npm install`
+// bundle, and the web apps (the console) with content-hashed assets; and the client SDK as the
+// package's `parley/client` (dist/client/: ES module, types, worklet). Run by `npm install`
 // (scripts/prepare.mjs) and by `npm start` with --if-stale (only when a source is newer than
 // the last build), so the README's two commands need no build command of their own.
 //
 //   node scripts/build.mjs              build everything
 //   node scripts/build.mjs --if-stale   build only when sources changed since the last build
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync, brotliCompressSync, constants as zlib } from 'node:zlib';
 import * as esbuild from 'esbuild';
@@ -21,10 +23,16 @@ const SOURCES = ['src/client', 'src/console', 'src/widget', 'scripts/build.mjs']
 /** Browser targets: ES2020 runs in every browser of the last few years. */
 const BROWSER = { bundle: true, format: 'esm', platform: 'browser', target: 'es2020', minify: true, sourcemap: true, legalComments: 'linked', logLevel: 'warning' };
 
-/** Single scripts served at a stable path (their URL is part of the public interface). */
+/**
+ * Single scripts served at a stable path (their URL is part of the public interface). `split`:
+ * code loaded by dynamic import() goes to hashed chunks beside the script, fetched only when used.
+ */
 const scripts = [
-  // The client SDK for pages that load it with <script type="module"> or import it by URL.
-  { entry: 'src/client/index.ts', out: 'sdk/parley-client.js' },
+  // The client SDK for pages that load it with <script type="module"> or import it by URL; the
+  // livekit-client package becomes a chunk that only a livekit session loads.
+  { entry: 'src/client/index.ts', out: 'sdk/parley-client.js', split: true },
+  // The SDK's AudioWorklet module (browser audio helpers), loaded from beside the SDK.
+  { entry: 'src/client/audio-worklet.ts', out: 'sdk/parley-audio-worklet.js' },
 ];
 
 /**
@@ -60,9 +68,41 @@ function writeCompressed(file, data) {
   }
 }
 
-async function buildScript({ entry, out }) {
-  const r = await esbuild.build({ ...BROWSER, entryPoints: [join(root, entry)], outfile: join(dist, out), write: false });
+async function buildScript({ entry, out, split }) {
+  const where = split
+    ? { outdir: join(dist, dirname(out)), entryNames: basename(out, '.js'), chunkNames: '[name]-[hash]', splitting: true }
+    : { outfile: join(dist, out) };
+  const r = await esbuild.build({ ...BROWSER, entryPoints: [join(root, entry)], ...where, write: false });
   for (const f of r.outputFiles) writeCompressed(f.path, Buffer.from(f.contents));
+}
+
+/**
+ * `parley/client` as the package exports it (package.json "exports"): dist/client/index.js, an
+ * ES module for Node 20 and bundlers, with `ws` (Node's WebSocket) and `livekit-client` left as
+ * imports of the package's dependencies; its worklet beside it; and its types (index.d.ts and
+ * the files it names), emitted by the TypeScript compiler when it is installed (a development
+ * dependency: every install that runs this build has it).
+ */
+async function buildPackage() {
+  const out = join(dist, 'client');
+  rmSync(out, { recursive: true, force: true });
+  const common = { bundle: true, format: 'esm', target: 'es2022', sourcemap: true, legalComments: 'inline', logLevel: 'warning' };
+  await esbuild.build({ ...common, platform: 'neutral', entryPoints: [join(root, 'src/client/index.ts')], outfile: join(out, 'index.js'), external: ['ws', 'livekit-client'] });
+  await esbuild.build({ ...common, platform: 'browser', entryPoints: [join(root, 'src/client/audio-worklet.ts')], outfile: join(out, 'parley-audio-worklet.js') });
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  if (!existsSync(tsc)) {
+    console.error('build: typescript is not installed; dist/client has no type declarations');
+    return;
+  }
+  const r = spawnSync(process.execPath, [tsc, '--ignoreConfig', '--declaration', '--emitDeclarationOnly', '--strict', '--skipLibCheck',
+    '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--lib', 'es2023,dom', '--types', 'node',
+    '--allowImportingTsExtensions', '--rootDir', join(root, 'src/client'), '--outDir', out, join(root, 'src/client/index.ts')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`tsc could not emit the declarations of src/client (exit ${r.status ?? r.signal})`);
+  // The sources import each other as './x.ts'; the declarations sit beside './x.js'.
+  for (const name of readdirSync(out).filter((n) => n.endsWith('.d.ts'))) {
+    const file = join(out, name);
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/((?:from|import)\s*\(?\s*['"])(\.\.?\/[^'"]+)\.ts(['"])/g, '$1$2.js$3'));
+  }
 }
 
 async function buildApp({ entry, dir, title }) {
@@ -111,7 +151,9 @@ const ifStale = process.argv.includes('--if-stale');
 if (ifStale && !isStale()) process.exit(0);
 const started = Date.now();
 mkdirSync(dist, { recursive: true });
+rmSync(join(dist, 'sdk'), { recursive: true, force: true }); // no chunk of an older build stays behind
 for (const s of scripts) if (existsSync(join(root, s.entry))) await buildScript(s);
+await buildPackage();
 for (const a of apps) if (existsSync(join(root, a.entry))) await buildApp(a);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 if (!ifStale || process.env.PARLEY_BUILD_VERBOSE) console.error(`build: dist/ ready in ${Date.now() - started} ms`);

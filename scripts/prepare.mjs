@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs on every `npm install` / `npm ci` of this repository (the "prepare" script), so the two
 // commands of the README need nothing else:
-// - the browser-facing build (scripts/build.mjs: the console, the SDK's browser bundle) is made;
+// - the build (scripts/build.mjs: the console, the SDK's browser bundle, the parley/client
+//   package) is made; `npm pack` runs this too, so a tarball ships a built dist/;
 // - tap's runner is rebuilt for our plugin set ("!@tapjs/typescript" in package.json "tap"): a
 //   fresh install ships a runner that still loads tap's TypeScript plugin, which crashes with
 //   TypeScript 7 (every test file fails with `ts.sys` undefined).

@@ -108,6 +108,7 @@ export function createEspeakEngine(opts: { workers?: number } = {}): SpeechEngin
     name: 'espeak',
     defaultSampleRateHz: SAMPLE_RATE_HZ,
     sampleRatesHz: [SAMPLE_RATE_HZ],
+    estimatedAlignment: true,
     languages: Object.keys(ESPEAK_VOICES),
     voices: Object.keys(VARIANTS).map((id) => ({ id, name: `espeak ${id}`, languages: Object.keys(ESPEAK_VOICES) })),
     async synthesize(text: string, o: SpeechOptions, signal: AbortSignal): Promise<SpeechPiece> {

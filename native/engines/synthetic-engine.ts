@@ -1,8 +1,8 @@
 // The synthetic engine: wraps the tone modem (./synthetic/modem.ts). Its speech encodes
 // the text reversibly, with exact word and character timings; its recognizer decodes such
-// audio back to the exact text. Encoding and whole-recording decoding run on worker threads. Audio that is not synthetic speech goes to pocketsphinx
-// when that is installed, otherwise the recognizer says which engine is missing.
-import { execFileSync } from 'node:child_process';
+// audio back to the exact text. Encoding and whole-recording decoding run on worker threads.
+// Real speech is not its business: without a speech-to-text provider (docs/providers.md) such
+// audio is refused, naming the settings that enable recognition.
 import os from 'node:os';
 import { encodeText, StreamDecoder, type Decoded, type StreamEvent } from './synthetic/modem.ts';
 import { WorkerPool } from './pool.ts';
@@ -36,11 +36,7 @@ export function createSyntheticEngine(opts: { workers?: number } = {}): Syntheti
       const { decoded } = await getPool().run<{ decoded: Decoded | null }>({ op: 'decode', pcm, sampleRateHz });
       if (decoded) return { text: decoded.text, durationMs, words: decoded.words };
       if (isSilent(pcm)) return { text: '', durationMs, words: [] };
-      throw new MissingEngineError(
-        pocketsphinxAvailable()
-          ? 'audio is not synthetic speech and the pocketsphinx engine is not wired in this build'
-          : 'audio is not synthetic speech; recognizing real speech needs the pocketsphinx engine, which is not installed (apt-get install pocketsphinx pocketsphinx-en-us)',
-      );
+      throw new MissingEngineError(REAL_SPEECH_NEEDS_PROVIDER);
     },
     warm: () => getPool().ready(),
     health: () => ({ ok: true, detail: 'synthetic tone modem' }),
@@ -58,21 +54,15 @@ export interface Recognized {
   words: Timed[];
 }
 
-/** Raised when audio is not synthetic speech and no engine for real speech is installed. */
+/**
+ * Raised when audio is not synthetic speech and no recognizer of real speech is configured; the
+ * service answers it with UNIMPLEMENTED (a status clients do not retry).
+ */
 export class MissingEngineError extends Error {}
 
-let sphinxChecked: boolean | null = null;
-/** Whether Debian's pocketsphinx with its English model is installed. */
-export function pocketsphinxAvailable(): boolean {
-  if (sphinxChecked !== null) return sphinxChecked;
-  try {
-    execFileSync('sh', ['-c', 'command -v pocketsphinx && test -d /usr/share/pocketsphinx/model/en-us'], { stdio: 'ignore' });
-    sphinxChecked = true;
-  } catch {
-    sphinxChecked = false;
-  }
-  return sphinxChecked;
-}
+/** The refusal of real speech without a provider: what to set instead. */
+export const REAL_SPEECH_NEEDS_PROVIDER =
+  'audio is not synthetic speech: recognizing real speech needs a speech-to-text provider (set PARLEY_STT_PROVIDER to openai, openai-realtime or elevenlabs with PARLEY_STT_BASE_URL, PARLEY_STT_API_KEY and PARLEY_STT_MODEL on the native backend; docs/providers.md)';
 
 function isSilent(pcm: Int16Array): boolean {
   for (let i = 0; i < pcm.length; i++) if (Math.abs(pcm[i]) > 64) return false;

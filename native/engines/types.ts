@@ -32,6 +32,8 @@ export interface SpeechEngine {
   readonly voices: { id: string; name: string; languages: string[] }[];
   /** Sample rates it produces natively (others are resampled by the caller), [] = any. */
   readonly sampleRatesHz: number[];
+  /** Its word and character timings are estimates (the contract's `Alignment.estimated`). */
+  readonly estimatedAlignment?: boolean;
   synthesize(text: string, opts: SpeechOptions, signal: AbortSignal): Promise<SpeechPiece>;
   /** Optional start-up work (loading models, spawning workers) done before the server says it is ready. */
   warm?(): Promise<void>;

@@ -3,7 +3,7 @@
  * wire protocol's messages (GAPS.md §5, as the websocket transport frames them: an object
  * with `topic`) to conversation events, and the end of the conversation.
  */
-import type { AgentState, ClientToolCall, Conversation, ConversationEvents, EndInfo, StartOptions, Transcript } from './types.ts';
+import { ClientError, type AgentState, type ClientToolCall, type Conversation, type ConversationEvents, type EndInfo, type StartOptions, type Transcript } from './types.ts';
 
 export interface Core {
   readonly state: AgentState;
@@ -23,6 +23,12 @@ export interface Core {
   listenerCount(event: keyof ConversationEvents): number;
   /** Runs after each `clientToolCall` event (the automatic answers; set by `conversationOf`). */
   onClientToolCall: ((call: ClientToolCall) => void) | null;
+  /**
+   * The caller interrupted the reply in progress (`interrupt()`, a typed message): the speaker
+   * stops, and agent audio is dropped until the next agent state, which the platform sends
+   * after the last audio of the interrupted reply.
+   */
+  interrupted(): void;
 }
 
 export function createCore(options: StartOptions): Core {
@@ -30,6 +36,15 @@ export function createCore(options: StartOptions): Core {
   const finishers: (() => void)[] = [];
   let state: AgentState = 'initializing';
   let finished = false;
+  let dropAudio = false;
+  const speaker = options.speaker;
+  const stopSpeaker = () => {
+    try {
+      speaker?.stop();
+    } catch {
+      // the speaker's failure is its own
+    }
+  };
   let settleEnded!: (e: EndInfo) => void;
   const ended = new Promise<EndInfo>((r) => (settleEnded = r));
   const emit: Core['emit'] = (k, e) => {
@@ -52,6 +67,11 @@ export function createCore(options: StartOptions): Core {
       }
     }
     const e = { reason };
+    try {
+      speaker?.close?.();
+    } catch {
+      // best effort
+    }
     emit('ended', e);
     settleEnded(e);
   };
@@ -72,7 +92,12 @@ export function createCore(options: StartOptions): Core {
     },
     handle(m) {
       if (m.topic === 'lk.agent.state') {
+        const before = state;
         state = m.state as AgentState;
+        // Barge-in: the caller spoke over the agent, whose queued audio must not play on
+        // (unless the caller's own interrupt already stopped it).
+        if (before === 'speaking' && state === 'listening' && !dropAudio) stopSpeaker();
+        dropAudio = false;
         emit('state', state);
       } else if (m.topic === 'lk.transcription') {
         emit('transcript', { role: m.role as Transcript['role'], segmentId: String(m.segmentId), text: String(m.text), final: m.final === true });
@@ -95,6 +120,18 @@ export function createCore(options: StartOptions): Core {
     audio(pcm) {
       options.onAudio?.(pcm);
       emit('audio', pcm);
+      if (speaker && !dropAudio && !finished) {
+        try {
+          speaker.play(pcm);
+        } catch {
+          // the speaker's failure is its own
+        }
+      }
+    },
+    interrupted() {
+      if (state !== 'speaking' && state !== 'thinking') return;
+      stopSpeaker();
+      dropAudio = true;
     },
     finish,
     onFinish(fn) {
@@ -154,6 +191,19 @@ export function conversationOf(core: Core, io: TransportIo, options: StartOption
       // not connected: dropped (the platform times the call out)
     }
   }, options.clientTools);
+  // Typed messages sent while the agent is still `initializing` (its recognizer opening) wait for
+  // its first state after that: the platform acts on conversation messages only once it is live.
+  const early: Record<string, unknown>[] = [];
+  core.on('state', (state) => {
+    if (state === 'initializing' || early.length === 0) return;
+    for (const m of early.splice(0)) {
+      try {
+        io.send(m);
+      } catch {
+        // disconnected again: lost with the connection, as any message would be
+      }
+    }
+  });
   return {
     get sessionId() {
       return io.sessionId();
@@ -164,13 +214,20 @@ export function conversationOf(core: Core, io: TransportIo, options: StartOption
     ended: core.ended,
     on: (event, listener) => core.on(event, listener),
     sendUserMessage(text, o = {}) {
-      io.send({ type: 'user.message', text, ...(o.audio === false ? { audio: false } : {}) });
+      const m = { type: 'user.message', text, ...(o.audio === false ? { audio: false } : {}) };
+      if (core.state === 'initializing' && !core.finished) {
+        early.push(m);
+        return;
+      }
+      io.send(m);
+      core.interrupted(); // a typed message interrupts a reply in progress
     },
     sendActivity() {
       io.send({ type: 'user.activity' });
     },
     interrupt() {
       io.send({ type: 'user.interrupt' });
+      core.interrupted();
     },
     sendAudio(pcm) {
       if (core.finished) return;
@@ -181,4 +238,21 @@ export function conversationOf(core: Core, io: TransportIo, options: StartOption
     },
     hangup: () => (core.finished ? core.ended : io.hangup()),
   };
+}
+
+/**
+ * Starts `options.microphone` on a joined conversation, stopped at its end. A microphone that
+ * cannot start ends the conversation (nobody could speak in it) and rejects with
+ * `audio_unavailable` (or the microphone's own `ClientError`).
+ */
+export async function startMicrophone(core: Core, convo: Conversation, options: StartOptions): Promise<void> {
+  if (!options.microphone) return;
+  try {
+    const stop = await options.microphone.start((pcm) => convo.sendAudio(pcm));
+    core.onFinish(stop);
+  } catch (err) {
+    convo.hangup().catch(() => {});
+    if (err instanceof ClientError) throw err;
+    throw new ClientError('audio_unavailable', `The microphone could not start: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
 }

@@ -8,7 +8,7 @@
  * (Node, tests, a custom media stack), or let the SDK build one on the `livekit-client`
  * package (browsers), loaded on demand. Reconnection is LiveKit's own (no resume secret).
  */
-import { conversationOf, createCore } from './core.ts';
+import { conversationOf, createCore, startMicrophone } from './core.ts';
 import { ClientError, type Conversation, type SessionResponse, type StartOptions } from './types.ts';
 
 export const AGENT_STATE_ATTRIBUTE = 'lk.agent.state';
@@ -123,12 +123,10 @@ export async function startLivekit(session: SessionResponse, options: StartOptio
       return core.ended;
     },
   }, options);
-  if (options.microphone) {
-    const stop = await options.microphone.start((pcm) => convo.sendAudio(pcm));
-    core.onFinish(stop);
-  } else {
-    await room.enableMicrophone?.();
-  }
+  // A room that takes no PCM (livekit-client in browsers) captures the device over WebRTC itself:
+  // a microphone hook (`browserMicrophone()`) has nowhere to send, so the room's own is used.
+  if (options.microphone && room.sendAudio) await startMicrophone(core, convo, options);
+  else await room.enableMicrophone?.();
   return convo;
 }
 

@@ -16,22 +16,51 @@ export interface SessionResponse {
   [key: string]: unknown;
 }
 
-export type ClientErrorCode = 'unsupported_transport' | 'unauthorized' | 'connection_failed' | 'not_connected';
+/**
+ * - `unsupported_transport`: the session names a transport this SDK does not speak (never a fallback).
+ * - `unauthorized`: the session token was used, expired or refused.
+ * - `connection_failed`: the platform could not be reached or closed the connection while joining.
+ * - `not_connected`: a message was sent after the end or while disconnected.
+ * - `session_refused`: the platform answered the session creation with an error (`status`, and
+ *   the platform's message: `Origin not allowed`, `Agent is not public`, …).
+ * - `audio_unavailable`: the browser audio helpers cannot run: no microphone, permission denied
+ *   (the cause is the browser's `NotAllowedError`), no Web Audio, or the worklet did not load.
+ */
+export type ClientErrorCode = 'unsupported_transport' | 'unauthorized' | 'connection_failed' | 'not_connected' | 'session_refused' | 'audio_unavailable';
 
-/** Errors of the SDK carry a `code`. */
+/** Errors of the SDK carry a `code`; `session_refused` also the HTTP `status` (and `retryAfterMs` on 429). */
 export class ClientError extends Error {
-  constructor(
-    readonly code: ClientErrorCode,
-    message: string,
-  ) {
-    super(message);
+  // `declare`: set in the constructor, with no field initialisers for a bundler to emit helpers for.
+  declare readonly code: ClientErrorCode;
+  declare readonly status?: number;
+  declare readonly retryAfterMs?: number;
+  constructor(code: ClientErrorCode, message: string, details: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'ClientError';
+    this.code = code;
+    if (details.status !== undefined) this.status = details.status;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 }
 
 /** A microphone: started with a frame callback (16 kHz Int16 PCM), returns its stop function. */
 export interface Microphone {
   start(onFrame: (pcm: Int16Array) => void): (() => void) | Promise<() => void>;
+}
+
+/**
+ * Where the agent's audio plays (`browserSpeaker()` in browsers, or your own). The SDK calls
+ * `stop()` when the agent is interrupted, by the caller's speech (the agent goes from
+ * `speaking` to `listening`), by `interrupt()` or by a typed message during a reply, and
+ * drops audio of the interrupted reply that is still on its way.
+ */
+export interface Speaker {
+  /** Agent audio, 16 kHz mono Int16 PCM, in order; plays after what is already queued. */
+  play(pcm: Int16Array): void;
+  /** Drops everything not yet played, at once. */
+  stop(): void;
+  /** Called once when the conversation ends. */
+  close?(): void;
 }
 
 /** The minimal WebSocket shape the SDK needs (browser WebSocket and `ws` both fit). */
@@ -52,6 +81,8 @@ export interface StartOptions {
   onAudio?: (pcm: Int16Array) => void;
   /** Started once connected; its frames are sent as caller audio. */
   microphone?: Microphone;
+  /** Plays the agent's audio and is stopped on interruptions (see `Speaker`). */
+  speaker?: Speaker;
   /** WebSocket implementation (default: the global one, else the `ws` package). */
   WebSocket?: WebSocketFactory;
   /** Reconnect automatically after a dropped connection (default true). */
@@ -130,11 +161,14 @@ export interface Conversation {
   /** Settles when the conversation has ended. */
   readonly ended: Promise<EndInfo>;
   on<K extends keyof ConversationEvents>(event: K, listener: (e: ConversationEvents[K]) => void): () => void;
-  /** A typed user turn; `audio: false` asks for a text-only reply. */
+  /**
+   * A typed user turn; `audio: false` asks for a text-only reply. Interrupts a reply in
+   * progress. Sent while the agent is still `initializing`, it waits until the agent is live.
+   */
   sendUserMessage(text: string, options?: { audio?: boolean }): void;
   /** Tells the agent the user is active (typing): suppresses idle re-engagement. */
   sendActivity(): void;
-  /** Stops the agent mid-reply. */
+  /** Stops the agent mid-reply (and the `speaker`, at once). */
   interrupt(): void;
   /** Caller audio: 16 kHz mono 16-bit PCM (Int16Array or its little-endian bytes). */
   sendAudio(pcm: Int16Array | Uint8Array): void;

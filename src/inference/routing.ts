@@ -26,11 +26,13 @@ export const TRANSCRIPTION_MODEL_IDS = ['transcribe-1'] as const;
 export const CHAT_MODEL_IDS = ['llm-instant', 'llm-medium', 'llm-high', 'scripted'] as const;
 export const DEFAULT_MODEL: Record<ModelKind, string> = { speech: 's2.1-pro', transcription: 'transcribe-1', chat: 'llm-medium' };
 
-/** The embedded default: every id on the native backend; chat ids on its `scripted` model. */
+/**
+ * The embedded default: every id on the native backend under its own name (the native backend
+ * serves the agent LLM tiers with its chat provider when one is set, else its scripted model).
+ */
 export function defaultRoutes(nativeAddress: string): Record<string, Route> {
   const routes: Record<string, Route> = {};
-  for (const id of [...SPEECH_MODEL_IDS, ...TRANSCRIPTION_MODEL_IDS]) routes[id] = { address: nativeAddress, model: id };
-  for (const id of CHAT_MODEL_IDS) routes[id] = { address: nativeAddress, model: 'scripted' };
+  for (const id of [...SPEECH_MODEL_IDS, ...TRANSCRIPTION_MODEL_IDS, ...CHAT_MODEL_IDS]) routes[id] = { address: nativeAddress, model: id };
   return routes;
 }
 

@@ -14,7 +14,7 @@ export function mountAsrRoutes(http: HttpApp, asr: AsrService): void {
       summary: 'Transcribe audio (multipart/form-data or application/msgpack; JSON is refused)', tags: ['Speech'],
       responses: {
         200: { description: 'The transcript', schema: asrResponseSchema },
-        400: { description: 'Undecodable audio, shorter than 1 s or longer than 60 min', schema: errorBody },
+        400: { description: 'Undecodable audio, shorter than 1 s or longer than 60 min; real speech when the backend has no recognizer for it (the message names the settings that enable one)', schema: errorBody },
         413: { description: 'Audio over 20 MB', schema: errorBody },
         415: { description: 'Neither multipart/form-data nor application/msgpack (bare)' },
         422: { description: 'Missing audio or a field of the wrong type', schema: z.array(z.object({ type: z.string(), loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), ctx: z.record(z.string(), z.unknown()) })) },

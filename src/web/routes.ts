@@ -17,7 +17,8 @@ export const DIST_DIR = fileURLToPath(new URL('../../dist', import.meta.url));
 
 /**
  * The console page's policy: everything from this server only (no CDN, no inline script or
- * style), media and workers also from `blob:` (recorded and synthesized audio, audio worklets).
+ * style), media and workers also from `blob:` (recorded and synthesized audio). The SDK's audio
+ * worklet is a script of this server (`/sdk/parley-audio-worklet.js`, under `script-src 'self'`).
  */
 export const CONSOLE_CSP = [
   "default-src 'self'",

@@ -12,6 +12,7 @@ async function connected(options: Parameters<typeof start>[1] = {}) {
   await tick();
   const ws = FakeWebSocket.instances[0];
   ws.serverSend({ topic: 'session', type: 'session.started', sessionId: 'sess_1', resume: 'r1', resumed: false, sampleRateHz: 16000 });
+  ws.serverSend({ topic: 'lk.agent.state', state: 'idle' }); // the platform's first state after the start
   return { convo: await p, ws };
 }
 

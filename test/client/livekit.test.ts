@@ -88,3 +88,14 @@ t.test('a lost connection ends as connection_lost; a refused token is unauthoriz
   await t.rejects(start(session, { livekit: { roomFactory: broken } }), { code: 'connection_failed' });
   await t.rejects(start({ ...session, livekit_url: undefined }, { livekit: { roomFactory } }), { code: 'connection_failed' });
 });
+
+t.test('a room that takes no PCM (livekit-client) publishes the device microphone instead of the hook', async (t) => {
+  FakeLivekitRoom.instances = [];
+  let hookStarted = false;
+  const factory = () => Object.assign(new FakeLivekitRoom(), { sendAudio: undefined });
+  const convo = await start(session, { livekit: { roomFactory: factory }, microphone: { start: () => { hookStarted = true; return () => {}; } } });
+  const room = FakeLivekitRoom.instances[0]!;
+  t.ok(room.microphoneEnabled, 'the room publishes the microphone over WebRTC');
+  t.notOk(hookStarted, 'the hook, with nowhere to send, is not opened');
+  await convo.hangup();
+});

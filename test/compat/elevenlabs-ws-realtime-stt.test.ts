@@ -138,8 +138,8 @@ t.test('audio_format sets the rate: pcm_8000 and pcm_44100 transcribe; a mismatc
     await s.closed;
   }
   // A mismatch is not detected by this layer: the samples go to recognition as if at the
-  // handshake's rate. (The synthetic engine cannot read them; without pocketsphinx installed
-  // its recognizer then reports a transcriber error instead of a wrong transcript.)
+  // handshake's rate. (The synthetic engine cannot read them; without a speech-to-text provider
+  // its recognizer then refuses them, an input error, instead of giving a wrong transcript.)
   const s = await open(url('audio_format=pcm_16000'), key());
   s.send(chunk(pcmOf('mismatched rate', 24000), true));
   const c = await s.until((f) => f.message_type === 'committed_transcript' || /error/.test(f.message_type));

@@ -52,6 +52,9 @@ export async function launchBrowser(opts: LaunchOptions = {}): Promise<Browser> 
 /** A new context (isolated storage) with the microphone allowed for `origin`. */
 export async function newContext(browser: Browser, origin: string, viewport: { width: number; height: number } = VIEWPORTS.desktop): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport });
+  // Tests run through tsx, which names functions with a `__name` helper; functions passed to
+  // page.evaluate carry those calls into the page, which has no such helper.
+  await context.addInitScript('globalThis.__name = (f) => f;');
   await context.grantPermissions(['microphone'], { origin });
   return context;
 }

@@ -23,7 +23,7 @@ export interface TestServer extends Platform {
  * a fresh schema on DATABASE_URL when set; a key prefix of its own on REDIS_URL when set.
  */
 export async function startTestServer(
-  opts: { config?: Partial<Config>; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'> } = {},
+  opts: { config?: Partial<Config>; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string } = {},
 ): Promise<TestServer> {
   // A real native backend over real gRPC on a free loopback port, in this process.
   const backend = opts.backend ? await startBackend({ address: '127.0.0.1:0', engine: opts.backend, ...opts.backendOptions }) : undefined;
@@ -44,6 +44,7 @@ export async function startTestServer(
       ...opts.config,
     },
     dbSchema: useReal ? randomSchema() : undefined,
+    webDir: opts.webDir,
     statePrefix: `test:${randomBytes(4).toString('hex')}:`,
     log: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });

@@ -77,8 +77,8 @@ t.test('backend errors arrive as ServiceErrors', async (t) => {
   t.equal((await failure(collect(client.synthesize({ text: '' })))).status, 422, 'empty text is a 422');
   await t.rejects(
     client.transcribe({ input: { encoding: pb.AudioEncoding.PCM_S16LE, sampleRateHz: 16000 } }, new Uint8Array(Buffer.from(new Int16Array(16000).map((_, i) => Math.round(8000 * Math.sin(i / 3))).buffer))),
-    { status: 503, message: /pocketsphinx/ },
-    'real (non-synthetic) audio names the missing engine',
+    { status: 400, message: /needs a speech-to-text provider \(set PARLEY_STT_PROVIDER/ },
+    'real (non-synthetic) audio: a 400 (not retried) naming the settings that enable recognition',
   );
   t.equal((await failure(collect(client.synthesize({ text: 'A long text. '.repeat(200) }, { timeoutMs: 1 })))).status, 504, 'a missed deadline is a 504');
 });

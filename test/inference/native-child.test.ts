@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import { startTestServer } from '../helpers/server.ts';
+import { startChatProvider } from '../fixtures/chat-provider.ts';
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -48,3 +49,27 @@ t.test('the native backend child: healthy, reported down when it dies, restarted
   t.match(again.components.native_backend.detail, /restarts 1/);
 });
 
+
+/**
+ * `npm start` launches the backend with the platform's environment: the provider settings
+ * (docs/providers.md) reach it without being passed one by one.
+ */
+t.test('the native backend child reads the provider settings from the environment it inherits', async (t) => {
+  const chat = await startChatProvider();
+  const vars = { PARLEY_LLM_PROVIDER: 'openai', PARLEY_LLM_BASE_URL: chat.base, PARLEY_LLM_API_KEY: 'sk-inherited', PARLEY_LLM_MODEL: 'fixture' };
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  t.teardown(async () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await chat.close();
+  });
+  const app = await startTestServer({ config: { startNativeBackend: true, backendAddress: `127.0.0.1:${await freePort()}`, speechEngine: 'synthetic' } });
+  t.teardown(() => app.close());
+  const probe = await until('the provider probed', async () => chat.requests.find((r) => r.url === '/v1/models'));
+  t.equal(probe.headers.authorization, 'Bearer sk-inherited', 'the child probed the chat provider with its key');
+  const caps = await app.inference.capabilities();
+  t.match(caps.models.find((m) => m.name === 'llm-medium')?.description, /served by the openai provider at 127\.0\.0\.1/, 'and serves the agent tiers with it');
+});

@@ -7,7 +7,7 @@ const NATIVE = '127.0.0.1:50051';
 t.test('by default every spec id and the chat ids route to the native backend', async (t) => {
   const r = parseInferenceBackends(undefined, NATIVE);
   for (const id of ['s2.1-pro', 's2.1-pro-free', 's2-pro', 's1', 'transcribe-1']) t.same(r[id], { address: NATIVE, model: id }, id);
-  for (const id of ['llm-instant', 'llm-medium', 'llm-high']) t.same(r[id], { address: NATIVE, model: 'scripted' }, id);
+  for (const id of ['llm-instant', 'llm-medium', 'llm-high', 'scripted']) t.same(r[id], { address: NATIVE, model: id }, id);
 });
 
 t.test('INFERENCE_BACKENDS as a list overrides some ids and keeps the rest', async (t) => {

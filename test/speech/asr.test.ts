@@ -2,6 +2,7 @@ import t from 'tap';
 import { FishAudioClient, FishAudioError } from 'fish-audio';
 import fishSdk from 'fish-audio-sdk';
 import { pack } from 'msgpackr';
+import { createEspeakEngine } from '../../native/engines/espeak.ts';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { createEncoder, int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { listUsage } from '../../src/store/usage.ts';
@@ -131,6 +132,17 @@ t.test('errors', async (t) => {
   t.ok(err instanceof FishAudioError);
   t.equal((err as FishAudioError).statusCode, 401);
   t.same((err as FishAudioError).body, { status: 401, message: 'Invalid Token' });
+});
+
+t.test('real speech without a speech-to-text provider: 400 (not retried) naming the settings that enable recognition', async (t) => {
+  const espeak = createEspeakEngine({ workers: 1 });
+  t.teardown(() => espeak.close());
+  const real = await espeak.synthesize('what is the weather in paris', { language: 'en', speed: 1, sampleRateHz: 16000, voice: '' }, new AbortController().signal);
+  const res = await post(form({ audio: wav(real.pcm, real.sampleRateHz) }));
+  t.equal(res.status, 400);
+  const body = await res.json();
+  t.match(body, { status: 400, message: /^Not supported by the inference backend: audio is not synthetic speech: recognizing real speech needs a speech-to-text provider \(set PARLEY_STT_PROVIDER/ });
+  t.notMatch(body.message, /pocketsphinx/, 'no longer sends anyone to install pocketsphinx');
 });
 
 t.test('audio over 20 MB is 413', async (t) => {
