@@ -80,6 +80,7 @@ export type ServerMessage =
   | { topic: 'agent-event'; type: 'tool.completed'; callId: string; toolName: string; toolSource: string; output: string; outputTruncated?: boolean }
   | { topic: 'agent-event'; type: 'tool.failed'; callId: string; toolName: string; toolSource: string; error: string }
   | { topic: 'agent-event'; type: 'client_tool.call'; callId: string; toolName: string; params: Record<string, unknown>; expectsResponse: boolean }
+  | ({ topic: 'agent-event'; type: 'turn.metrics' } & TurnMetrics)
   | { topic: 'agent-event'; type: 'error'; code: 'provider_error' | 'internal_error' };
 
 /** Where a session's output goes. Audio is already paced to real time when it arrives here. */

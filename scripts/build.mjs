@@ -7,6 +7,7 @@
 //
 //   node scripts/build.mjs              build everything
 //   node scripts/build.mjs --if-stale   build only when sources changed since the last build
+//   node scripts/build.mjs --out DIR    build what the platform serves (sdk/, console/) into DIR
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
@@ -15,7 +16,10 @@ import { gzipSync, brotliCompressSync, constants as zlib } from 'node:zlib';
 import * as esbuild from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
+// `--out DIR` builds into another folder (browser tests build their own copy, so parallel test
+// files never read a dist/ another one is rewriting).
+const outArg = process.argv.indexOf('--out');
+const dist = outArg > 0 && process.argv[outArg + 1] ? process.argv[outArg + 1] : join(root, 'dist');
 const stamp = join(dist, '.build-stamp');
 /** Folders whose files feed the build: a newer file there makes the build stale. */
 const SOURCES = ['src/client', 'src/console', 'src/widget', 'scripts/build.mjs'];
@@ -110,6 +114,7 @@ async function buildApp({ entry, dir, title }) {
   rmSync(outdir, { recursive: true, force: true });
   const r = await esbuild.build({
     ...BROWSER,
+    absWorkingDir: root, // metafile paths (and `entry` below) relative to the repository
     entryPoints: [join(root, entry)],
     outdir: join(outdir, 'assets'),
     entryNames: '[name]-[hash]',
@@ -123,7 +128,8 @@ async function buildApp({ entry, dir, title }) {
     loader: { '.svg': 'file', '.woff2': 'file', '.png': 'file' },
   });
   for (const f of r.outputFiles) writeCompressed(f.path, Buffer.from(f.contents));
-  const [js, meta] = Object.entries(r.metafile.outputs).find(([, m]) => m.entryPoint)
+  // The app's own entry: with code splitting, every lazily imported page is an entry point too.
+  const [js, meta] = Object.entries(r.metafile.outputs).find(([, m]) => m.entryPoint === entry)
     ?? (() => { throw new Error(`no entry output for ${entry}`); })();
   const css = meta.cssBundle;
   const url = (p) => `/${relative(outdir, join(root, p)).split('\\').join('/')}`;
@@ -153,7 +159,9 @@ const started = Date.now();
 mkdirSync(dist, { recursive: true });
 rmSync(join(dist, 'sdk'), { recursive: true, force: true }); // no chunk of an older build stays behind
 for (const s of scripts) if (existsSync(join(root, s.entry))) await buildScript(s);
-await buildPackage();
+// The package build (dist/client) belongs in the repository's dist/ only; it also runs tsc,
+// which a test runner's child-process hooks break.
+if (outArg < 0) await buildPackage();
 for (const a of apps) if (existsSync(join(root, a.entry))) await buildApp(a);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 if (!ifStale || process.env.PARLEY_BUILD_VERBOSE) console.error(`build: dist/ ready in ${Date.now() - started} ms`);

@@ -24,6 +24,8 @@ import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets
 import { HttpApp, uwsBinding } from './http/app.ts';
 import { Health, mountOpsRoutes } from './http/ops-routes.ts';
 import { mountWeb } from './web/routes.ts';
+import { UsageService } from './usage/service.ts';
+import { mountUsageRoutes } from './usage/routes.ts';
 import { claimDataDir } from './admin/control-file.ts';
 import { mountAdminRoutes } from './admin/routes.ts';
 import { storeAdmin } from './admin/service.ts';
@@ -225,6 +227,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     });
     mountAsrRoutes(http, asr);
     mountVoiceRoutes(http, new VoiceService(db.sql, inference, log));
+    // The team, its usage by day and kind, and its credit ledger (the console's Usage page).
+    mountUsageRoutes(http, new UsageService(db.sql));
 
     // Session runtime (issue 7): the supervisor of every session actor on this node, and the
     // websocket transport at /v1/agent/sessions/connect. Its cleanup runs before the store closes.

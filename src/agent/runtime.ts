@@ -437,7 +437,10 @@ export class SessionRuntime {
           output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
           if (f.fatal) endWhenIdle = 'llm_endpoint_failure';
         },
-      }), output, onCallerAudio: recorder ? (pcm) => recorder.user(pcm) : undefined, record, clock, log, retrieve: knowledgeRetriever(this.o.sql, { config, pinned: extra.pinned, log }), tools: [...(sessionTools?.tools ?? []), ...(extra.tools ?? [])] },
+      }), output, onCallerAudio: recorder ? (pcm) => recorder.user(pcm) : undefined, record, clock, log,
+        // Each turn's latency split, as it starts speaking (the console's test call shows it live).
+        onTurn: (m) => output.message({ topic: 'agent-event', type: 'turn.metrics', ...m }),
+        retrieve: knowledgeRetriever(this.o.sql, { config, pinned: extra.pinned, log }), tools: [...(sessionTools?.tools ?? []), ...(extra.tools ?? [])] },
       async (e: SessionEnd) => {
         if (grace !== null) clock.clearTimeout(grace);
         this.live.delete(session.id);

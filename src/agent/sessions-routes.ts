@@ -5,7 +5,7 @@ import { SessionService, sessionCreateBody, sessionCreated, sessionDetail, sessi
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 
-const FILTERS = ['agent_id', 'status', 'direction', 'caller_number', 'created_after', 'created_before'];
+const FILTERS = ['agent_id', 'status', 'direction', 'caller_number', 'phone_number', 'created_after', 'created_before'];
 
 /** /v1/agent/sessions: create (API key or keyless for public agents), end, list, read. */
 export function mountSessionRoutes(http: HttpApp, sessions: SessionService): void {

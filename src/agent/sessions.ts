@@ -145,6 +145,11 @@ export const sessionListQuery = z.strictObject({
     .optional()
     .describe('Exact E.164; a bare number gets + prepended')
     .refine((s) => s === undefined || /^\+?[1-9][0-9]{1,14}$/.test(s), { message: 'Value error, an E.164 number', params: { type: 'e164' } }),
+  phone_number: z
+    .string()
+    .optional()
+    .describe('Calls through this number of yours (exact E.164; a bare number gets + prepended): inbound calls to it, outbound calls from it')
+    .refine((s) => s === undefined || /^\+?[1-9][0-9]{1,14}$/.test(s), { message: 'Value error, an E.164 number', params: { type: 'e164' } }),
   created_after: isoInstant.optional(),
   created_before: isoInstant.optional(),
 });
@@ -618,6 +623,7 @@ export class SessionService {
       statuses: q.status !== undefined ? [...new Set(q.status.split(',').map((s) => s.trim()))] : SESSION_STATUSES.filter((s) => s !== 'pending'),
       direction: q.direction,
       callerNumber: q.caller_number === undefined ? undefined : q.caller_number.startsWith('+') ? q.caller_number : `+${q.caller_number}`,
+      phoneNumber: q.phone_number === undefined ? undefined : q.phone_number.startsWith('+') ? q.phone_number : `+${q.phone_number}`,
       createdAfter: q.created_after !== undefined ? new Date(q.created_after) : undefined,
       createdBefore: q.created_before !== undefined ? new Date(q.created_before) : undefined,
     };

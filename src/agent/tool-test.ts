@@ -28,6 +28,15 @@ export const toolTestResult = z.object({
   body: z.string().describe('The first 64 KB of the response body, as UTF-8'),
   response_truncated: z.boolean(),
   mock: z.string().nullable().describe('The mock response that answered, or null for a real call'),
+  request: z
+    .object({
+      method: z.string(),
+      url: z.string(),
+      headers: z.record(z.string(), z.string().nullable()).describe('As sent; the values of secret headers are null (write-only)'),
+      body: z.string().nullable(),
+    })
+    .nullable()
+    .describe('The request that was sent (null when a mock answered)'),
 });
 export type ToolTestResult = z.infer<typeof toolTestResult>;
 
@@ -78,6 +87,12 @@ export function renderToolRequest(tool: RuntimeTool, args: Record<string, unknow
   return { url: render(tool.url, encodeURIComponent), method, headers, body };
 }
 
+/** The rendered headers as a client may see them: secret values (write-only) as null. */
+function shownHeaders(tool: RuntimeTool, headers: Record<string, string>): Record<string, string | null> {
+  const secret = new Set(tool.headers.filter((h) => h.secret || h.kind !== 'custom').map((h) => h.name));
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, secret.has(k) ? null : v]));
+}
+
 export interface ToolTestDeps {
   /** The team's tool with credential headers decrypted (`ToolService.resolveToolForRuntime`). */
   resolveTool(teamId: string, toolId: string): Promise<RuntimeTool | undefined>;
@@ -110,6 +125,7 @@ export class ToolTestService {
         body: truncated ? bytes.subarray(0, TOOL_TEST_CAPTURE_BYTES).toString('utf8') : m.body,
         response_truncated: truncated,
         mock: m.name,
+        request: null,
       };
     }
 
@@ -126,6 +142,7 @@ export class ToolTestService {
       body: res.body.toString('utf8'),
       response_truncated: res.truncated,
       mock: null,
+      request: { method: r.method, url: r.url, headers: shownHeaders(tool, r.headers), body: r.body ?? null },
     };
   }
 }

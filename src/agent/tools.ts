@@ -194,13 +194,14 @@ export function toToolEntity(r: ToolRow): ToolEntity {
 /** A tool ready to execute: every header value in plain text. Never send this to a client. */
 export interface RuntimeTool extends Omit<ToolContent, 'headers'> {
   tool_id: string;
-  headers: { name: string; kind: StoredHeader['kind']; value: string }[];
+  /** `secret`: the value was sealed at rest (never shown back, also not in a test's request). */
+  headers: { name: string; kind: StoredHeader['kind']; value: string; secret?: boolean }[];
 }
 
 /** Opens a stored (or publish-frozen) tool's sealed headers for the runtime. */
 export function openTool(box: SecretBox, r: ToolRow): RuntimeTool {
   const { id, team_id: _t, workspace_id: _w, created_at: _c, updated_at: _u, used_by: _b, headers, ...content } = r;
-  return { tool_id: id, ...content, headers: headers.map((h) => ({ name: h.name, kind: h.kind, value: h.secret ? box.open(h.sealed!) : h.value! })) };
+  return { tool_id: id, ...content, headers: headers.map((h) => ({ name: h.name, kind: h.kind, value: h.secret ? box.open(h.sealed!) : h.value!, ...(h.secret ? { secret: true } : {}) })) };
 }
 
 /** Workspace webhook and client tools, independent of HTTP. */

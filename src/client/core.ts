@@ -111,6 +111,9 @@ export function createCore(options: StartOptions): Core {
           const call: ClientToolCall = { callId: String(m.callId), toolName: String(m.toolName), params, expectsResponse: m.expectsResponse !== false };
           emit('clientToolCall', call);
           core.onClientToolCall?.(call);
+        } else if (m.type === 'turn.metrics') {
+          const ms = (k: string) => (typeof m[k] === 'number' ? (m[k] as number) : null);
+          emit('turnMetrics', { turnId: Number(m.turn_id), recognitionMs: ms('recognition_ms'), decideMs: ms('decide_ms'), modelMs: ms('model_ms'), synthesisMs: ms('synthesis_ms'), totalMs: ms('total_ms'), platformMs: ms('platform_ms') });
         } else if (m.type === 'error') emit('error', { code: String(m.code) });
         else if (m.type === 'session.ended') finish(String(m.reason));
       } else if (m.topic === 'session' && m.type === 'session.ended') {

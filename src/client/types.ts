@@ -135,6 +135,19 @@ export interface ToolCallEvent {
   error?: string;
 }
 
+/** One turn's latency, from the end of the caller's speech (or a typed message) to the agent's first audio; null where a part did not happen. */
+export interface TurnMetrics {
+  turnId: number;
+  recognitionMs: number | null;
+  /** The eagerness wait. */
+  decideMs: number | null;
+  modelMs: number | null;
+  synthesisMs: number | null;
+  totalMs: number | null;
+  /** What the platform itself added. */
+  platformMs: number | null;
+}
+
 export interface EndInfo {
   /** `user_hangup`, `agent_hangup`, `connection_lost`, or the platform's reason (`max_duration`, `ended_by_api`, …). */
   reason: string;
@@ -148,6 +161,8 @@ export interface ConversationEvents {
   toolCallFailed: ToolCallEvent;
   /** The agent calls a client tool; answer with `sendClientToolResult` (or use `clientTools`). */
   clientToolCall: ClientToolCall;
+  /** A turn's latency split, sent as the agent starts answering. */
+  turnMetrics: TurnMetrics;
   error: { code: string; message?: string };
   audio: Int16Array;
   reconnecting: { attempt: number };

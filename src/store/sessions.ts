@@ -287,6 +287,8 @@ export interface SessionFilter {
   statuses: string[];
   direction?: 'inbound' | 'outbound';
   callerNumber?: string;
+  /** Phone calls through this number of the team's (`dialed_number` is the team's side in both directions). */
+  phoneNumber?: string;
   createdAfter?: Date;
   createdBefore?: Date;
 }
@@ -298,6 +300,7 @@ export function listSessions(sql: Sql, teamId: string, f: SessionFilter, page: P
     ${f.agentId !== undefined ? sql`and agent_id = ${f.agentId}` : sql``}
     ${f.direction !== undefined ? sql`and direction = ${f.direction}` : sql``}
     ${f.callerNumber !== undefined ? sql`and caller_number = ${f.callerNumber}` : sql``}
+    ${f.phoneNumber !== undefined ? sql`and source = 'phone' and dialed_number = ${f.phoneNumber}` : sql``}
     ${f.createdAfter !== undefined ? sql`and date_trunc('milliseconds', created_at) > ${f.createdAfter}` : sql``}
     ${f.createdBefore !== undefined ? sql`and created_at < ${f.createdBefore}` : sql``}`;
   return paginate<SessionRow>(sql, { select: sql`*`, from: sql`sessions`, where, order: 'created', page });

@@ -53,6 +53,12 @@ t.test('renders arguments in url and body, sends method, content type and header
   t.match(r.body, { status_code: 201, body: '{"ok":true}', response_truncated: false, mock: null });
   t.type(r.body.latency_ms, 'number');
   t.equal(r.body.headers['x-reply'], 'yes');
+  t.same(r.body.request, {
+    method: 'PUT',
+    url: `${rec.url}/orders/A%201%2F2?q=x%26y&keep={{undeclared}}`,
+    headers: { 'X-Api-Key': null, Authorization: null, 'X-MiXeD-Case': 'Mixed  Value;q=1', 'Content-Type': 'application/json; charset=utf-8' },
+    body: '{"order":"A 1/2","note":"say \\"hi\\"\\n","n":3,"who":"+15550100","none":""}',
+  }, 'the request as sent, secret header values withheld');
   const oas = openApiValidator((await app.req('GET', '/openapi.json')).body);
   t.same(oas.check('POST', '/v1/agent/tools/{tool_id}/test', 200, r.body), [], 'matches /openapi.json');
   t.equal(r.body.headers['content-type'], 'application/json');
@@ -103,7 +109,7 @@ t.test('answers from a stored mock response without any request', async (t) => {
   rec.requests.length = 0;
   const r = await test(id, { mock: 'found' });
   t.equal(r.status, 200);
-  t.same(r.body, { status_code: 200, latency_ms: 0, headers: { 'content-type': 'application/json' }, body: '{"status":"shipped"}', response_truncated: false, mock: 'found' });
+  t.same(r.body, { status_code: 200, latency_ms: 0, headers: { 'content-type': 'application/json' }, body: '{"status":"shipped"}', response_truncated: false, mock: 'found', request: null });
   const h = await test(id, { mock: 'huge' });
   t.match(h.body, { status_code: 418, response_truncated: true, mock: 'huge' });
   t.equal(h.body.body.length, 64 * 1024);

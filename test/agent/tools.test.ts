@@ -217,9 +217,9 @@ t.test('credential headers are write-only, sealed at rest, rotate on a new value
 
   const runtime = await service.resolveToolForRuntime(app.teamId, id);
   t.same(runtime!.headers, [
-    { name: 'Authorization', kind: 'authorization_bearer', value: secrets.bearer },
-    { name: 'Proxy-Authorization', kind: 'authorization_basic', value: secrets.basic },
-    { name: 'X-Api-Key', kind: 'custom', value: secrets.custom },
+    { name: 'Authorization', kind: 'authorization_bearer', value: secrets.bearer, secret: true },
+    { name: 'Proxy-Authorization', kind: 'authorization_basic', value: secrets.basic, secret: true },
+    { name: 'X-Api-Key', kind: 'custom', value: secrets.custom, secret: true },
     { name: 'X-Trace', kind: 'custom', value: 'visible' },
   ]);
   t.match(runtime, { tool_id: id, url: BASE.url, method: 'POST', timeout_seconds: 30 });
@@ -232,7 +232,7 @@ t.test('credential headers are write-only, sealed at rest, rotate on a new value
   const row2 = await raw();
   t.notOk(row2.includes('SECRET'));
   t.not(row2, row1);
-  t.same((await service.resolveToolForRuntime(app.teamId, id))!.headers, [{ name: 'Authorization', kind: 'authorization_bearer', value: 'Bearer sk-live-SECRET-ROTATED' }], 'rotated');
+  t.same((await service.resolveToolForRuntime(app.teamId, id))!.headers, [{ name: 'Authorization', kind: 'authorization_bearer', value: 'Bearer sk-live-SECRET-ROTATED', secret: true }], 'rotated');
   const untouched = await app.req('PATCH', `/v1/agent/tools/${id}`, { name: 'other' });
   t.same((await service.resolveToolForRuntime(app.teamId, id))!.headers[0]!.value, 'Bearer sk-live-SECRET-ROTATED', 'a PATCH without headers keeps the secret');
   t.equal(untouched.status, 200);
