@@ -59,11 +59,6 @@ export class TestClock implements Clock {
     this.schedule();
   }
 
-  /** Timers waiting to fire. */
-  get pending(): number {
-    return this.timers.length;
-  }
-
   /** Moves time forward by `ms`, firing due timers in order (synchronously). */
   advance(ms: number): void {
     const target = this.now() + ms;

@@ -94,10 +94,6 @@ export class Playout {
     return this.sentBytes / BYTES_PER_MS;
   }
 
-  get queuedMs(): number {
-    return this.queuedBytes / BYTES_PER_MS;
-  }
-
   /** Queues audio; resolves when the queue is below the high-water mark (or playout stopped). */
   enqueue(pcm: Uint8Array): Promise<void> {
     if (this.stopped || pcm.length === 0) return Promise.resolve();

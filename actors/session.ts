@@ -9,13 +9,20 @@
  *                                   └ barge-in (interruptible, caller speaks ≥ bargeInMs) ──► listening
  *   live ──max duration | session.end | user.hangup | hang_up_call──► ended
  *
+ * The agent state the client sees is a tag of the states (`initializing`, `listening`,
+ * `thinking`, `speaking`; none is `idle`). Tool calls are children of the session's actor
+ * (`tool.<callId>`, spawned when the model calls a tool, reporting `tool.settled`): ending the
+ * session stops them. The session's actor is a root, owned by the supervisor (`supervisor.ts`).
+ *
  * Audio never goes through the machine: caller frames go straight to the transcription
  * stream (`sendAudio`), the agent's audio straight from the synthesis stream through the
- * playout to the output. The machine sees the events that decide turns.
+ * playout to the output. The machine sees the events that decide turns. Its `assign`s only
+ * compute context; sending to the client and recording are named actions.
  */
-import { assign, createActor, fromCallback, fromPromise, setup, type AnyActorRef } from 'xstate';
+import { assign, createActor, fromCallback, fromPromise, setup, type SnapshotFrom } from 'xstate';
 import { Playout } from './playout.ts';
-import { ToolCalls, type BackgroundResult, type StartedCall } from './tool-call.ts';
+import { cutSentences } from './sentences.ts';
+import { contentOf, ToolCalls, toolCallMachine, type BackgroundResult, type StartedCall, type ToolCallInput, type ToolSettled } from './tool-call.ts';
 import type {
   AgentState,
   ChatMessage,
@@ -45,14 +52,21 @@ export type SessionEvent =
   | { type: 'session.end'; reason: string }
   | { type: 'stt.speech_started' }
   | { type: 'stt.committed'; text: string }
-  | { type: 'stt.speech_ended'; atMs: number }
+  /**
+   * The caller stopped speaking. `endedAt`: when the audio holding the end of speech arrived;
+   * `recognitionMs`: from then until the recognizer said so.
+   */
+  | { type: 'stt.speech_ended'; endedAt: number; recognitionMs: number }
   | { type: 'stt.failed'; error: unknown }
   | { type: 'turn.speaking' }
   | { type: 'turn.done' }
   | { type: 'turn.hangup'; reason?: string }
   | { type: 'turn.failed'; error: unknown }
-  /** A background tool call settled: announced at the next natural pause. */
-  | { type: 'tool.background'; result: BackgroundResult };
+  /** The model called a tool: its actor starts as a child (`tool.<callId>`). */
+  | { type: 'tool.spawn'; input: ToolCallInput }
+  /** A blocking call's turn was interrupted: its actor stops. */
+  | { type: 'tool.stop'; callId: string }
+  | ToolSettled;
 
 /** What the agent says next. */
 type Reply =
@@ -173,14 +187,6 @@ function discard(stream: Promise<TtsStream>): void {
   );
 }
 
-/** Text up to the last sentence end followed by whitespace, and the rest. */
-function cutSentences(buffer: string): [string, string] {
-  const re = /[.!?。！？…\n]+["')\]」』]*\s+/gu;
-  let end = -1;
-  for (const m of buffer.matchAll(re)) end = m.index! + m[0].length;
-  return end < 0 ? ['', buffer] : [buffer.slice(0, end), buffer.slice(end)];
-}
-
 /**
  * One agent turn: generate (or take) the text, stream it sentence by sentence into a
  * synthesis stream, pace the audio out, and know at any moment what has been spoken.
@@ -195,7 +201,6 @@ class TurnRun {
   steps: TurnStep[] = [];
   /** Calls of the last model call that were not followed by another one (hang-up, interruption). */
   open: TurnCall[] = [];
-  finalized = false;
   private playout: Playout;
   private stopped = false;
   private lastWords = -1;
@@ -439,29 +444,23 @@ export interface SessionHandle {
   end(reason: string): void;
   /** Settles once the session has ended and its streams are closed. */
   readonly ended: Promise<SessionEnd>;
+  /** The metrics of the turns so far. */
   readonly turns: TurnMetrics[];
-  readonly actor: AnyActorRef;
 }
 
 /** What the machine shares with the handle around it (streams are not machine context). */
-export interface SessionIo {
+interface SessionIo {
   stt: SttStream | null;
   turn: TurnRun | null;
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
   /** When the caller's audio at a stream position (ms) arrived, if it is recent (null otherwise). */
-  heardAt?(atMs: number): number | null;
-  /** The machine's context as it is now (set once the actor exists). */
-  context?: () => Ctx;
-  /** The session's tool calls (created with the session; lazily, without background delivery, otherwise). */
-  tools?: ToolCalls;
-}
-
-/** The tool-call registry of a session: `hang_up_call` when the plan enables it, then `deps.tools`. */
-function createToolCalls(plan: SessionPlan, deps: SessionDeps, onBackground: (r: BackgroundResult) => void): ToolCalls {
-  const tools = [...(plan.hangUpTool ? [hangUpTool] : []), ...(deps.tools ?? [])];
-  return new ToolCalls({ tools, output: deps.output, record: deps.record, clock: deps.clock, toolEvents: plan.toolEvents, onBackground, log: deps.log });
+  heardAt(atMs: number): number | null;
+  /** The machine's context as it is now. */
+  context(): Ctx;
+  /** The session's tool calls. */
+  tools: ToolCalls;
 }
 
 interface TurnInput {
@@ -472,36 +471,51 @@ interface TurnInput {
   timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null };
 }
 
-export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 }) {
+/** A message of the conversation as `session_items` keeps it (empty ones are not kept). */
+interface RecordedMessage {
+  role: 'user' | 'assistant';
+  content: string;
+  turnId: number;
+}
 
-  const record = (role: 'user' | 'assistant', content: string, turnId: number) => {
-    if (!content) return;
-    deps.record([{ type: 'message', payload: { role, content, turn_id: turnId, created_at: new Date(deps.clock.now()).toISOString() } }]);
-  };
+/** How a child's failure reaches its parent (`xstate.error.actor.<id>`). */
+type ErrorActorEvent = { type: string; error: unknown; actorId: string };
 
-  /** Settles the current agent turn once: final transcript, history, record. */
-  const settleTurn = (ctx: Ctx, interrupted: boolean): ChatMessage[] => {
-    const t = io.turn;
-    if (!t || t.finalized) return ctx.history;
-    t.finalized = true;
-    const text = interrupted ? t.spoken() : t.spoken(true);
-    if (text || t.text) deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${t.turnId}`, text, final: true });
-    record('assistant', text, t.turnId);
-    // The spoken text is a prefix of what was generated: each model call keeps its share of it.
-    const added: ChatMessage[] = [];
-    let used = 0;
-    for (const step of t.steps) {
-      const part = text.slice(used, used + step.text.length);
-      used += part.length;
-      // A tool call needs its result in the history for the next request.
-      added.push(...stepMessages({ text: part, calls: step.calls }));
-    }
-    const rest = text.slice(used);
-    if (t.open.length) added.push(...stepMessages({ text: rest, calls: t.open }));
-    else if (rest) added.push({ role: 'assistant', content: rest });
-    return added.length ? [...ctx.history, ...added] : ctx.history;
-  };
+/** The call id of a tool call's actor id (`tool.<callId>`). */
+const toolCallId = (actorId: string) => actorId.slice('tool.'.length);
 
+/** A transcript segment as the client sees it (`lk.transcription`). */
+interface Transcript {
+  role: 'user' | 'agent';
+  segmentId: string;
+  text: string;
+  final: boolean;
+}
+
+/**
+ * How the current agent turn ends, if one is running: the text said (all of it, or what the
+ * caller heard of an interrupted turn) and what it adds to the history. It reads the running
+ * turn: what has been played is the playout's to know, not the machine's.
+ */
+function settlement(t: TurnRun | null, interrupted: boolean): { turnId: number; text: string; generated: string; added: ChatMessage[] } | null {
+  if (!t) return null;
+  const text = interrupted ? t.spoken() : t.spoken(true);
+  // The spoken text is a prefix of what was generated: each model call keeps its share of it.
+  const added: ChatMessage[] = [];
+  let used = 0;
+  for (const step of t.steps) {
+    const part = text.slice(used, used + step.text.length);
+    used += part.length;
+    // A tool call needs its result in the history for the next request.
+    added.push(...stepMessages({ text: part, calls: step.calls }));
+  }
+  const rest = text.slice(used);
+  if (t.open.length) added.push(...stepMessages({ text: rest, calls: t.open }));
+  else if (rest) added.push({ role: 'assistant', content: rest });
+  return { turnId: t.turnId, text, generated: t.text, added };
+}
+
+function createSessionMachine(deps: SessionDeps, io: SessionIo) {
   /**
    * What the caller said in this turn: the committed text. A partial never decides anything
    * (the turn is taken after the end of speech, from what was committed), so partials do not
@@ -511,8 +525,8 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
    */
   const userText = (ctx: Ctx) => ctx.heard.trim();
 
-  return setup({
-    types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan } },
+  const base = setup({
+    types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan }, tags: {} as 'initializing' | 'listening' | 'thinking' | 'speaking' },
     actors: {
       openStt: fromPromise<SttStream, { language: string }>(async ({ input, signal }) => deps.backend.transcribe({ language: input.language, signal })),
       listen: fromCallback<SessionEvent>(({ sendBack }) => {
@@ -523,26 +537,40 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
             if (stopped) return;
             if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
             else if (ev.type === 'partial') {
-              const c = io.context!();
+              const c = io.context();
               deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${c.userSegment}`, text: (c.heard + ev.text).trim(), final: false });
             } else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
-            else sendBack({ type: 'stt.speech_ended', atMs: ev.atMs });
+            else {
+              // The recognizer reports where speech ended in stream time. That audio arrived when
+              // the piece holding it did (less the audio after it in the piece); for audio older
+              // than the pieces kept, as if the audio since came in real time (audioNow − atMs
+              // ago). Recognition is from then to now. Both from this end of speech: a pause and
+              // a resumption before it measured an earlier one.
+              const now = deps.clock.now();
+              const arrived = io.heardAt(ev.atMs) ?? now - Math.max(0, io.sttSentMs - ev.atMs);
+              const endedAt = Math.min(now, arrived);
+              sendBack({ type: 'stt.speech_ended', endedAt, recognitionMs: now - endedAt });
+            }
           }
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
         return () => { stopped = true; };
       }),
       turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
-        const tools = (io.tools ??= createToolCalls(input.plan, deps, () => {}));
         const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m, timeline) => {
           io.turns.push(m);
           deps.onTurn?.(m, timeline);
-        }, tools);
+        }, io.tools);
         io.turn = run;
         run.run().catch((error) => {
           if (!run.ac.signal.aborted) sendBack({ type: 'turn.failed', error });
         });
-        return () => run.stop();
+        return () => {
+          run.stop();
+          // Settled before it stopped (the transition that left `responding` did that).
+          if (io.turn === run) io.turn = null;
+        };
       }),
+      toolCall: toolCallMachine,
     },
     delays: {
       maxDuration: ({ context }) => context.plan.maxDurationMs,
@@ -565,42 +593,39 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
       hasAnnouncement: ({ context }) => context.announcements.length > 0,
     },
     actions: {
+      // Side effects: what the client and the store see.
+      emitTranscript: (_, t: Transcript) => deps.output.message({ topic: 'lk.transcription', ...t }),
+      recordMessage: (_, m: RecordedMessage) => {
+        if (!m.content) return;
+        deps.record([{ type: 'message', payload: { role: m.role, content: m.content, turn_id: m.turnId, created_at: new Date(deps.clock.now()).toISOString() } }]);
+      },
+      reportFailure: ({ event }) => {
+        deps.log?.error({ err: 'error' in event ? event.error : undefined }, 'session failed');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
+      turnFailed: ({ event }) => {
+        deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
+      attachStt: (_, stt: SttStream) => {
+        io.stt = stt;
+      },
+      settleTool: ({ event }) => {
+        if (event.type === 'tool.settled') io.tools.settle(event.callId, event.outcome);
+      },
+      /** A tool call's actor failed (a bug of ours; `execute`'s failures are outcomes): that call failed, the session goes on. */
+      toolCrashed: ({ event }) => {
+        const e = event as unknown as ErrorActorEvent;
+        deps.log?.error({ err: e.error }, 'tool call actor failed');
+        io.tools.crashed(toolCallId(e.actorId));
+      },
+      /** Ending the conversation cancels the tool calls still running (their attempts stay in the history). */
+      cancelTools: () => io.tools.cancelAll(),
+
+      // Context.
       speechOn: assign({ userSpeaking: true }),
-      speechOff: assign(({ context, event }) => {
-        const now = deps.clock.now();
-        const atMs = event.type === 'stt.speech_ended' ? event.atMs : null;
-        // The recognizer reports where speech ended in stream time. That audio arrived when the
-        // piece holding it did (less the audio after it in the piece); for audio older than the
-        // pieces kept, as if the audio since came in real time (audioNow − atMs ago). Recognition
-        // is from then to now. Both from this end of speech: a pause and a resumption before it
-        // measured an earlier one.
-        if (atMs === null) return { userSpeaking: false, speechEndedAt: now, recognitionMs: null };
-        const arrived = io.heardAt?.(atMs) ?? now - Math.max(0, io.sttSentMs - atMs);
-        const speechEndedAt = Math.min(now, arrived);
-        return { userSpeaking: false, speechEndedAt, recognitionMs: now - speechEndedAt };
-      }),
+      speechOff: assign(({ event }) => (event.type === 'stt.speech_ended' ? { userSpeaking: false, speechEndedAt: event.endedAt, recognitionMs: event.recognitionMs } : {})),
       committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
-      /** The caller's turn is taken: final transcript, history, record. */
-      takeUserTurn: assign(({ context }) => {
-        const text = userText(context);
-        const turnId = context.turnId + 1;
-        deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${context.userSegment}`, text, final: true });
-        record('user', text, turnId);
-        return {
-          history: [...context.history, { role: 'user' as const, content: text }],
-          turnId,
-          heard: '',
-          userSegment: context.userSegment + 1,
-          reply: { kind: 'generate' as const, audio: true },
-          nudged: false,
-        };
-      }),
-      takeTyped: assign(({ context, event }) => {
-        if (event.type !== 'user.message') return {};
-        const turnId = context.turnId + 1;
-        record('user', event.text, turnId);
-        return { history: [...context.history, { role: 'user' as const, content: event.text }], turnId, reply: { kind: 'generate' as const, audio: event.audio !== false }, nudged: false, speechEndedAt: null, recognitionMs: null };
-      }),
       firstMessage: assign(({ context }) => {
         const fm = context.plan.firstMessage;
         const endAfterTurn = context.plan.endAfterFirstMessage ?? null;
@@ -613,22 +638,17 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         const f = context.plan.reengage?.farewell;
         return f ? { reply: { kind: 'say' as const, text: f }, endAfterTurn: 'idle_timeout' } : { endAfterTurn: 'idle_timeout' };
       }),
-      settle: assign(({ context }) => ({ history: settleTurn(context, false), speechEndedAt: null, recognitionMs: null })),
-      interrupt: assign(({ context }) => ({ history: settleTurn(context, true), speechEndedAt: null, recognitionMs: null })),
       endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
       endFromEvent: assign(({ event }) => ({ endReason: event.type === 'session.end' ? event.reason : 'ended' })),
-      fail: assign(({ event }) => {
-        deps.log?.error({ err: 'error' in event ? event.error : undefined }, 'session failed');
-        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
-        return { endReason: 'error', failed: true };
-      }),
-      turnFailed: ({ event }) => {
-        deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
-        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
-      },
+      markFailed: assign({ endReason: 'error', failed: true }),
       endPending: assign(({ context }) => ({ endReason: context.endAfterTurn })),
       endFromTool: assign(({ event }) => ({ endReason: event.type === 'turn.hangup' && event.reason ? event.reason : 'agent_hangup' })),
-      queueAnnouncement: assign(({ context, event }) => (event.type === 'tool.background' ? { announcements: [...context.announcements, event.result] } : {})),
+      /** A background call settled: its result waits for the next natural pause. */
+      queueAnnouncement: assign(({ context, event }) => {
+        if (event.type !== 'tool.settled' || event.mode !== 'background') return {};
+        const r: BackgroundResult = { callId: event.callId, toolName: event.toolName, argumentsJson: event.argumentsJson, content: contentOf(event.outcome) };
+        return { announcements: [...context.announcements, r] };
+      }),
       /** A natural pause with background results waiting: the agent tells them (a new turn, no caller turn). */
       announce: assign(({ context }) => ({
         history: [...context.history, ...context.announcements.flatMap(announcementMessages)],
@@ -637,8 +657,54 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         speechEndedAt: null,
         recognitionMs: null,
       })),
-      /** Ending the conversation cancels the tool calls still running (their attempts stay in the history). */
-      cancelTools: () => io.tools?.cancelAll(),
+    },
+  });
+
+  /** Settles the current agent turn, if one runs: final transcript, record, history. */
+  const settleTurn = (interrupted: boolean) => base.enqueueActions(({ context, enqueue }) => {
+    const s = settlement(io.turn, interrupted);
+    if (s && (s.text || s.generated)) enqueue({ type: 'emitTranscript', params: { role: 'agent', segmentId: `agent-${s.turnId}`, text: s.text, final: true } });
+    if (s) enqueue({ type: 'recordMessage', params: { role: 'assistant', content: s.text, turnId: s.turnId } });
+    enqueue.assign({ history: s?.added.length ? [...context.history, ...s.added] : context.history, speechEndedAt: null, recognitionMs: null });
+  });
+
+  // Actions that compute context and name the side effects that go with it.
+  return base.extend({
+    actions: {
+      /** The model called a tool: the call runs as a child of the session. */
+      spawnTool: base.enqueueActions(({ event, enqueue }) => {
+        if (event.type === 'tool.spawn') enqueue.spawnChild('toolCall', { id: `tool.${event.input.callId}`, input: event.input });
+      }),
+      /** A call's actor leaves the session's children: stopped (its turn was interrupted), or done once it reported. */
+      stopTool: base.enqueueActions(({ event, enqueue }) => {
+        const callId = event.type === 'tool.stop' || event.type === 'tool.settled' ? event.callId : toolCallId((event as unknown as ErrorActorEvent).actorId);
+        enqueue.stopChild(`tool.${callId}`);
+      }),
+      /** The caller's turn is taken: final transcript, history, record. */
+      takeUserTurn: base.enqueueActions(({ context, enqueue }) => {
+        const text = userText(context);
+        const turnId = context.turnId + 1;
+        enqueue({ type: 'emitTranscript', params: { role: 'user', segmentId: `user-${context.userSegment}`, text, final: true } });
+        enqueue({ type: 'recordMessage', params: { role: 'user', content: text, turnId } });
+        enqueue.assign({
+          history: [...context.history, { role: 'user', content: text }],
+          turnId,
+          heard: '',
+          userSegment: context.userSegment + 1,
+          reply: { kind: 'generate', audio: true },
+          nudged: false,
+        });
+      }),
+      takeTyped: base.enqueueActions(({ context, event, enqueue }) => {
+        if (event.type !== 'user.message') return;
+        const turnId = context.turnId + 1;
+        enqueue({ type: 'recordMessage', params: { role: 'user', content: event.text, turnId } });
+        enqueue.assign({ history: [...context.history, { role: 'user', content: event.text }], turnId, reply: { kind: 'generate', audio: event.audio !== false }, nudged: false, speechEndedAt: null, recognitionMs: null });
+      }),
+      /** The agent turn ends (done, or the session ends with it): final transcript, history, record. */
+      settle: settleTurn(false),
+      /** The agent turn is cut short: what the caller heard of it is what was said. */
+      interrupt: settleTurn(true),
     },
   }).createMachine({
     id: 'session',
@@ -661,11 +727,12 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
     initial: 'initializing',
     states: {
       initializing: {
+        tags: ['initializing'],
         invoke: {
           src: 'openStt',
           input: ({ context }) => ({ language: context.plan.language }),
-          onDone: { target: 'live', actions: ({ event }) => { io.stt = event.output; } },
-          onError: { target: 'ended', actions: 'fail' },
+          onDone: { target: 'live', actions: { type: 'attachStt', params: ({ event }) => event.output } },
+          onError: { target: 'ended', actions: ['markFailed', 'reportFailure'] },
         },
         on: {
           'session.end': { target: 'ended', actions: 'endFromEvent' },
@@ -678,15 +745,19 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
         on: {
           'session.end': { target: 'ended', actions: ['interrupt', 'endFromEvent'] },
           'user.hangup': { target: 'ended', actions: ['interrupt', { type: 'endWith', params: { reason: 'user_hangup' } }] },
-          'stt.failed': { target: 'ended', actions: ['interrupt', 'fail'] },
+          'stt.failed': { target: 'ended', actions: ['interrupt', 'markFailed', 'reportFailure'] },
           'stt.speech_started': { actions: 'speechOn' },
           'stt.speech_ended': { actions: 'speechOff' },
           'stt.committed': { actions: 'committed' },
-          'tool.background': { actions: 'queueAnnouncement' },
+          'tool.spawn': { actions: 'spawnTool' },
+          'tool.stop': { actions: 'stopTool' },
+          'tool.settled': { actions: ['settleTool', 'queueAnnouncement', 'stopTool'] },
+          'xstate.error.actor.tool.*': { actions: ['toolCrashed', 'stopTool'] },
         },
         initial: 'opening',
         states: {
           opening: {
+            tags: ['initializing'],
             always: [{ guard: 'hasFirstMessage', target: 'responding', actions: 'firstMessage' }, { target: 'idle' }],
           },
           idle: {
@@ -705,6 +776,7 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
             },
           },
           listening: {
+            tags: ['listening'],
             initial: 'check',
             on: {
               'stt.speech_started': { target: '.hearing', actions: 'speechOn' },
@@ -759,8 +831,8 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
               output: {
                 initial: 'thinking',
                 states: {
-                  thinking: { on: { 'turn.speaking': 'speaking' } },
-                  speaking: {},
+                  thinking: { tags: ['thinking'], on: { 'turn.speaking': 'speaking' } },
+                  speaking: { tags: ['speaking'] },
                 },
               },
               barge: {
@@ -786,32 +858,26 @@ export function createSessionMachine(deps: SessionDeps, io: SessionIo = { stt: n
   });
 }
 
-/** Maps the machine's state to the agent state the client sees. */
-export function agentStateOf(value: unknown): AgentState {
-  if (inState(value, 'initializing') || inState(value, 'opening')) return 'initializing';
-  if (inState(value, 'speaking')) return 'speaking';
-  if (inState(value, 'thinking')) return 'thinking';
-  if (inState(value, 'listening')) return 'listening';
-  return 'idle';
-}
+type SessionMachine = ReturnType<typeof createSessionMachine>;
 
-/** Whether a state value (`'idle'`, `{ live: { listening: 'hearing' } }`, …) is in the state `name` at any depth. */
-function inState(value: unknown, name: string): boolean {
-  if (typeof value === 'string') return value === name;
-  if (!value || typeof value !== 'object') return false;
-  for (const k in value) if (k === name || inState((value as Record<string, unknown>)[k], name)) return true;
-  return false;
+/** The agent state the client sees, from the state's tags (untagged states are `idle`). */
+function agentStateOf(snap: SnapshotFrom<SessionMachine>): AgentState {
+  if (snap.hasTag('speaking')) return 'speaking';
+  if (snap.hasTag('thinking')) return 'thinking';
+  if (snap.hasTag('listening')) return 'listening';
+  if (snap.hasTag('initializing')) return 'initializing';
+  return 'idle';
 }
 
 /** Caller audio pieces whose arrival a session keeps (~5 s of 20 ms frames). */
 const ARRIVALS = 256;
 
 /**
- * Starts a session. The returned handle settles `ended` exactly once; a throwing session
- * ends as `failed` and takes nothing else with it.
+ * Starts a session: the root actor of its own system (supervisor.ts says why), subscribed for
+ * errors. The returned handle settles `ended` exactly once; a throwing session ends as
+ * `failed` and takes nothing else with it.
  */
 export function startSession(plan: SessionPlan, given: SessionDeps): SessionHandle {
-  const io: SessionIo = { stt: null, turn: null, turns: [], sttSentMs: 0 };
   // A failure in the output (a transport's bug) ends this session as failed, never the process.
   const guard = <A extends unknown[]>(f: (...a: A) => void) => (...a: A) => {
     try {
@@ -822,53 +888,67 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     }
   };
   const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p) => given.output.audio(p)) } };
-  // Background results reach the machine as events; after the end there is nobody to tell.
-  io.tools = createToolCalls(plan, deps, (result) => {
-    if (!done) actor.send({ type: 'tool.background', result });
-  });
-  const machine = createSessionMachine(deps, io);
-  const actor = createActor(machine, { input: { plan }, clock: deps.clock });
-  io.context = () => actor.getSnapshot().context;
-  let state: AgentState = 'initializing';
-  let sentBytes = 0;
   // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
   // the last ARRIVALS pieces: where the caller's end of speech arrived (TurnMetrics.recognition_ms).
   const arrivals = new Float64Array(ARRIVALS * 2);
   let pieces = 0;
-  io.heardAt = (atMs) => {
-    // The piece holding atMs: the first whose end is at or after it, with the piece before it
-    // ending before it (the oldest piece kept has no known start, so it cannot be that piece
-    // unless it is the stream's first).
-    const oldest = Math.max(0, pieces - ARRIVALS);
-    let start = oldest === 0 ? 0 : Infinity;
-    for (let i = oldest; i < pieces; i++) {
-      const k = (i % ARRIVALS) * 2;
-      if (arrivals[k] >= atMs) return start <= atMs ? arrivals[k + 1] - (arrivals[k] - atMs) : null;
-      start = arrivals[k];
-    }
-    return null;
+  const io: SessionIo = {
+    stt: null,
+    turn: null,
+    turns: [],
+    sttSentMs: 0,
+    heardAt(atMs) {
+      // The piece holding atMs: the first whose end is at or after it, with the piece before it
+      // ending before it (the oldest piece kept has no known start, so it cannot be that piece
+      // unless it is the stream's first).
+      const oldest = Math.max(0, pieces - ARRIVALS);
+      let start = oldest === 0 ? 0 : Infinity;
+      for (let i = oldest; i < pieces; i++) {
+        const k = (i % ARRIVALS) * 2;
+        if (arrivals[k] >= atMs) return start <= atMs ? arrivals[k + 1] - (arrivals[k] - atMs) : null;
+        start = arrivals[k];
+      }
+      return null;
+    },
+    context: () => actor.getSnapshot().context,
+    // `hang_up_call` when the plan enables it, then the runtime's tools. Calls run as children
+    // of this session's actor.
+    tools: new ToolCalls({
+      tools: [...(plan.hangUpTool ? [hangUpTool] : []), ...(deps.tools ?? [])],
+      output: deps.output,
+      record: deps.record,
+      clock: deps.clock,
+      toolEvents: plan.toolEvents,
+      spawn: (input) => actor.send({ type: 'tool.spawn', input }),
+      stop: (callId) => actor.send({ type: 'tool.stop', callId }),
+    }),
   };
+  const machine = createSessionMachine(deps, io);
+  let state: AgentState = 'initializing';
+  let sentBytes = 0;
   let settle!: (e: SessionEnd) => void;
   const ended = new Promise<SessionEnd>((r) => (settle = r));
   let done = false;
   const finish = (status: 'completed' | 'failed', reason: string) => {
     if (done) return;
     done = true;
-    io.tools?.cancelAll();
+    io.tools.cancelAll();
     io.turn?.stop();
     io.stt?.end();
     io.stt?.cancel();
+    // Stopping the session stops its children (the turn, the listener, tool calls still running).
     actor.stop();
     settle({ status, reason, turns: io.turns });
   };
-
+  // The io above reaches the actor only once it runs.
+  const actor = createActor(machine, { input: { plan }, clock: deps.clock });
   actor.subscribe({
     next: (snap) => {
       if (snap.status === 'done') {
         finish(snap.context.failed ? 'failed' : 'completed', snap.context.endReason ?? 'ended');
         return;
       }
-      const s = agentStateOf(snap.value);
+      const s = agentStateOf(snap);
       if (s !== state) {
         state = s;
         deps.output.message({ topic: 'lk.agent.state', state: s });
@@ -888,6 +968,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       return state;
     },
     sendAudio(pcm) {
+      deps.onCallerAudio?.(pcm);
       if (done || !io.stt) return;
       sentBytes += pcm.length;
       io.sttSentMs = sentBytes / 32; // 16 kHz × 2 bytes = 32 bytes per millisecond
@@ -906,6 +987,5 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     get turns() {
       return io.turns;
     },
-    actor,
   };
 }

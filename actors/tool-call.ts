@@ -1,28 +1,27 @@
 /**
- * Tool calls in a conversation: one xstate actor per call, and the registry a session keeps
- * of them (`ToolCalls`).
+ * Tool calls in a conversation: one xstate actor per call, a child of its session's actor
+ * (`tool.<callId>`), and the registry a session keeps of them (`ToolCalls`).
  *
- *   running ──execute settles──► completed | failed
- *      └────cancel (session ended, turn interrupted)──► cancelled   (stopping aborts `execute`)
+ *   running ──execute settles──► completed | failed      (reported to the session: `tool.settled`)
+ *      └────the session stops it (turn interrupted, session ended)    (stopping aborts `execute`)
  *
  * The registry decides how a call runs (SPEC-agents.md, "Webhook tool" execution modes and
  * "Background tool calls"):
  * - `blocking`: the turn waits for the outcome; the model is called again with it.
  * - `fire_and_forget`: the model is told at once that the request was dispatched; the outcome
  *   is only recorded (history, tool events).
- * - `background`: the model is told at once that the call runs in the background; the outcome
- *   is handed to `onBackground` and announced by the session at its next natural pause. At most
- *   `MAX_BACKGROUND_IN_FLIGHT` per conversation; one more fails at once, as an error the model
- *   can react to.
- * In text-only runs every webhook tool runs as `blocking`. Ending the session cancels every
- * call still running; each keeps its `tool_call` item and gets a `tool_result` with status
- * `cancelled`.
+ * - `background`: the model is told at once that the call runs in the background; the session
+ *   announces the outcome at its next natural pause. At most `MAX_BACKGROUND_IN_FLIGHT` per
+ *   conversation; one more fails at once, as an error the model can react to.
+ * In text-only runs every webhook tool runs as `blocking`. Ending the session stops every
+ * call still running (its children); each keeps its `tool_call` item and gets a `tool_result`
+ * with status `cancelled`.
  *
  * Every started call gets exactly one terminal tool event (`tool.completed` or `tool.failed`),
  * sent only when the session's `tool_events` is on; event payloads are cut at 4 KB, history
  * payloads at 256 KB (GAPS.md §4.4, §5).
  */
-import { assign, createActor, fromPromise, setup, type Actor } from 'xstate';
+import { assign, fromPromise, sendParent, setup } from 'xstate';
 import type { Clock } from './clock.ts';
 import type { ServerMessage, SessionItem, SessionTool, ToolOutcome, ToolSpec } from './types.ts';
 
@@ -33,12 +32,24 @@ export const TOOL_EVENT_PAYLOAD_BYTES = 4 * 1024;
 /** `output` and `error` in the history are cut here (`output_truncated`). */
 export const TOOL_HISTORY_PAYLOAD_BYTES = 256 * 1024;
 
-export type ToolMode = SessionTool['mode'];
+type ToolMode = SessionTool['mode'];
 
 export interface ToolCallInput {
   callId: string;
   argumentsJson: string;
   tool: SessionTool;
+  /** How this call runs: the tool's mode, or `blocking` for a webhook tool in a text-only run. */
+  mode: ToolMode;
+}
+
+/** What a tool call tells its session once `execute` has settled. */
+export interface ToolSettled {
+  type: 'tool.settled';
+  callId: string;
+  toolName: string;
+  argumentsJson: string;
+  mode: ToolMode;
+  outcome: ToolOutcome;
 }
 
 interface ToolCallContext extends ToolCallInput {
@@ -47,11 +58,20 @@ interface ToolCallContext extends ToolCallInput {
 
 const failedWith = (error: string): ToolOutcome => ({ status: 'failed', output: null, error, latencyMs: 0 });
 
-/** One tool call. Its output is the outcome; `latencyMs` is whatever `execute` measured. */
+/**
+ * One tool call, spawned by its session. `latencyMs` is whatever `execute` measured. Stopping
+ * the actor aborts `execute`'s signal; a stopped call reports nothing (the registry has already
+ * recorded it as cancelled).
+ */
 export const toolCallMachine = setup({
-  types: { input: {} as ToolCallInput, context: {} as ToolCallContext, events: {} as { type: 'cancel' }, output: {} as ToolOutcome },
+  types: { input: {} as ToolCallInput, context: {} as ToolCallContext },
   actors: {
     execute: fromPromise<ToolOutcome, ToolCallInput>(({ input, signal }) => input.tool.execute(input.argumentsJson, { callId: input.callId, signal })),
+  },
+  actions: {
+    report: sendParent(({ context }): ToolSettled => ({
+      type: 'tool.settled', callId: context.callId, toolName: context.tool.spec.name, argumentsJson: context.argumentsJson, mode: context.mode, outcome: context.outcome!,
+    })),
   },
 }).createMachine({
   id: 'toolCall',
@@ -61,7 +81,7 @@ export const toolCallMachine = setup({
     running: {
       invoke: {
         src: 'execute',
-        input: ({ context }) => ({ callId: context.callId, argumentsJson: context.argumentsJson, tool: context.tool }),
+        input: ({ context }) => context,
         onDone: [
           { guard: ({ event }) => event.output.status === 'completed', target: 'completed', actions: assign({ outcome: ({ event }) => event.output }) },
           // `execute` never reports `cancelled` on its own: a tool that gave up is a failure.
@@ -69,13 +89,10 @@ export const toolCallMachine = setup({
         ],
         onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failedWith(event.error instanceof Error ? event.error.message : 'Tool failed') }) },
       },
-      on: { cancel: { target: 'cancelled', actions: assign({ outcome: () => ({ status: 'cancelled' as const, output: null, error: 'Cancelled: the conversation ended', latencyMs: 0 }) }) } },
     },
-    completed: { type: 'final' },
-    failed: { type: 'final' },
-    cancelled: { type: 'final' },
+    completed: { type: 'final', entry: 'report' },
+    failed: { type: 'final', entry: 'report' },
   },
-  output: ({ context }) => context.outcome!,
 });
 
 /** GAPS.md §4.4 `tool_source`. */
@@ -103,9 +120,10 @@ export interface ToolCallsDeps {
   record(items: SessionItem[]): void;
   clock: Clock;
   toolEvents: boolean;
-  /** A background call settled (not on cancellation): the session announces `content` at its next pause. */
-  onBackground(r: BackgroundResult): void;
-  log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** Starts the call's actor as a child of the session (`tool.<callId>`); it reports `tool.settled`. */
+  spawn(input: ToolCallInput): void;
+  /** Stops the call's actor (aborting `execute`); nothing once it is gone. */
+  stop(callId: string): void;
 }
 
 export interface BackgroundResult {
@@ -114,7 +132,6 @@ export interface BackgroundResult {
   argumentsJson: string;
   /** What the model is told (the outcome as shaped by the tool's `error_handling`). */
   content: string;
-  outcome: ToolOutcome;
 }
 
 /** A call the registry started, as the turn that made it sees it. */
@@ -144,12 +161,21 @@ export const DISPATCHED = JSON.stringify({ status: 'dispatched' });
 export const RUNNING = JSON.stringify({ status: 'running in background' });
 export const TOO_MANY_BACKGROUND = `Too many background calls in flight (${MAX_BACKGROUND_IN_FLIGHT}); try later`;
 
+/** A call whose actor runs: what its result is recorded with, and the turn that waits for it. */
 interface Running {
-  actor: Actor<typeof toolCallMachine>;
+  toolName: string;
+  source: string;
   mode: ToolMode;
+  turnId: number;
+  startedAt: number;
+  resolve(o: ToolOutcome): void;
 }
 
-/** The tool calls of one session. */
+/**
+ * The tool calls of one session: ids, the `tool_call` and `tool_result` records and events,
+ * and the promises a turn waits on. The calls themselves run as children of the session's
+ * actor; the session hands their reports to `settle`.
+ */
 export class ToolCalls {
   private readonly byName = new Map<string, SessionTool>();
   private readonly running = new Map<string, Running>();
@@ -166,15 +192,10 @@ export class ToolCalls {
   }
 
   /** Background calls in flight. */
-  get backgroundInFlight(): number {
+  private get backgroundInFlight(): number {
     let n = 0;
     for (const r of this.running.values()) if (r.mode === 'background') n++;
     return n;
-  }
-
-  /** Calls in flight, any mode. */
-  get inFlight(): number {
-    return this.running.size;
   }
 
   /** A call id unique in this session (the model's own id unless it was used before). */
@@ -235,44 +256,47 @@ export class ToolCalls {
     if (this.closed) return refuse(mode, 'Cancelled: the conversation ended');
     if (mode === 'background' && this.backgroundInFlight >= MAX_BACKGROUND_IN_FLIGHT) return refuse(mode, TOO_MANY_BACKGROUND);
 
-    const actor = createActor(toolCallMachine, { input: { callId, argumentsJson: call.argumentsJson, tool }, clock: this.deps.clock });
-    this.running.set(callId, { actor, mode });
-    const startedAt = this.deps.clock.now();
     const outcome = new Promise<ToolOutcome>((resolve) => {
-      actor.subscribe({
-        complete: () => {
-          this.running.delete(callId);
-          const out = actor.getSnapshot().output!;
-          const o2 = out.status === 'cancelled' ? { ...out, latencyMs: this.deps.clock.now() - startedAt } : out;
-          this.settled(callId, call.name, source, o2, o.turnId);
-          resolve(o2);
-          if (mode === 'background' && o2.status !== 'cancelled') {
-            this.deps.onBackground({ callId, toolName: call.name, argumentsJson: call.argumentsJson, content: contentOf(o2), outcome: o2 });
-          }
-        },
-        // The machine catches `execute`'s failures; anything reaching here is a bug of ours.
-        error: (err) => {
-          this.running.delete(callId);
-          this.deps.log?.error({ err }, 'tool call actor failed');
-          const o2 = failedWith('The tool call failed.');
-          this.settled(callId, call.name, source, o2, o.turnId);
-          resolve(o2);
-        },
-      });
+      this.running.set(callId, { toolName: call.name, source, mode, turnId: o.turnId, startedAt: this.deps.clock.now(), resolve });
     });
-    actor.start();
+    this.deps.spawn({ callId, argumentsJson: call.argumentsJson, tool, mode });
     const content = mode === 'blocking' ? outcome.then(contentOf) : Promise.resolve(mode === 'background' ? RUNNING : DISPATCHED);
     return { callId, toolName: call.name, mode, content, outcome };
   }
 
-  /** Cancels one call still running (a blocking call whose turn was interrupted). */
-  cancel(callId: string): void {
-    this.running.get(callId)?.actor.send({ type: 'cancel' });
+  /** The session's account of a call's report (`tool.settled`); nothing for a call already cancelled. */
+  settle(callId: string, o: ToolOutcome): void {
+    const r = this.running.get(callId);
+    if (!r) return;
+    this.running.delete(callId);
+    this.settled(callId, r.toolName, r.source, o, r.turnId);
+    r.resolve(o);
   }
 
-  /** Cancels every call still running and refuses new ones (the session ended). */
+  /** A call's actor failed (a bug of ours: `execute`'s failures are outcomes): the call failed. */
+  crashed(callId: string): void {
+    this.settle(callId, failedWith('The tool call failed.'));
+  }
+
+  /** Records a call still running as cancelled (its actor is stopped by the caller). */
+  private cancelled(callId: string): boolean {
+    const r = this.running.get(callId);
+    if (!r) return false;
+    this.settle(callId, { status: 'cancelled', output: null, error: 'Cancelled: the conversation ended', latencyMs: this.deps.clock.now() - r.startedAt });
+    return true;
+  }
+
+  /** Cancels one call still running (a blocking call whose turn was interrupted): recorded, and its actor stopped. */
+  cancel(callId: string): void {
+    if (this.cancelled(callId)) this.deps.stop(callId);
+  }
+
+  /**
+   * Records every call still running as cancelled and refuses new ones: the session ended, and
+   * ending stops its children (each call's `execute` is aborted).
+   */
   cancelAll(): void {
     this.closed = true;
-    for (const r of [...this.running.values()]) r.actor.send({ type: 'cancel' });
+    for (const callId of [...this.running.keys()]) this.cancelled(callId);
   }
 }

@@ -91,7 +91,8 @@ export interface SessionOutput {
 
 /** A durable record entry (`session_items`, GAPS.md §4.4). */
 export interface SessionItem {
-  type: 'message' | 'tool_call' | 'tool_result';
+  /** A message, a tool call or its result, or (sessions on a custom LLM) a failure of the agent's LLM endpoint. */
+  type: 'message' | 'tool_call' | 'tool_result' | 'llm.endpoint_error';
   payload: Record<string, unknown>;
 }
 
@@ -194,6 +195,8 @@ export interface SessionDeps {
   /** Tools offered to the model, besides `hang_up_call` (which the plan switches on). */
   tools?: SessionTool[];
   output: SessionOutput;
+  /** Every caller frame handed to the session, as it comes (call recording taps it here). */
+  onCallerAudio?(pcm: Uint8Array): void;
   /**
    * Knowledge retrieval: passages for the caller's latest text, best first, already within the
    * context budget. Called before each reply to a caller turn; a rejection (or the signal's

@@ -8,12 +8,25 @@ export function pcmBytes(pcm: Int16Array): Uint8Array {
   return out;
 }
 
-/** Samples from little-endian bytes; a trailing odd byte is dropped. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/**
+ * Samples from little-endian bytes; a trailing odd byte is dropped. On a little-endian host
+ * with the bytes at an even offset (2-byte aligned, as an `Int16Array` must be) the result is
+ * a view on the same memory, no copy: the caller's frame is read where it arrived, so neither
+ * side may write to it afterwards. At an odd offset (a field inside a network buffer) the
+ * bytes are copied once.
+ */
 export function bytesToPcm(bytes: Uint8Array): Int16Array {
   const n = bytes.byteLength >> 1;
+  if (LITTLE_ENDIAN && (bytes.byteOffset & 1) === 0) return new Int16Array(bytes.buffer, bytes.byteOffset, n);
   const out = new Int16Array(n);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, n * 2);
-  for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
+  if (LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes.subarray(0, n * 2));
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, n * 2);
+    for (let i = 0; i < n; i++) out[i] = view.getInt16(i * 2, true);
+  }
   return out;
 }
 

@@ -36,6 +36,7 @@ import {
 import type { InferenceServiceHandlers } from '../src/inference/grpc-service.ts';
 import { bytesToPcm, parseWav, pcmBytes, wavHeader } from './audio.ts';
 import { runScripted } from './engines/scripted.ts';
+import { cutSentences } from './sentences.ts';
 import { createStreamRecognizer, MissingEngineError, type Recognized, type StreamEvent } from './engines/synthetic-engine.ts';
 import type { SpeechEngine, Timed } from './engines/types.ts';
 import { segmentText, SpeechTimeline, speechStats, type Pacing } from './speech.ts';
@@ -389,7 +390,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             buffer += e.text;
             // Speak complete sentences now; keep the unfinished tail.
             const segs = segmentText(buffer, chunkLength);
-            const complete = /[.!?。！？…\n]["')\]」』]*\s+$/u.test(buffer) ? segs : segs.slice(0, -1);
+            const complete = cutSentences(buffer)[1] === '' ? segs : segs.slice(0, -1);
             if (complete.length) {
               const text = complete.join('');
               buffer = buffer.slice(text.length);

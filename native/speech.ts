@@ -3,6 +3,7 @@
 import { create } from '@bufbuild/protobuf';
 import { AlignmentSchema, AudioChunkSchema, AudioEncoding, SegmentSchema, type AudioChunk } from '../src/gen/inference/v1/inference_pb.ts';
 import { applyGainDb, pcmBytes, wavHeader } from './audio.ts';
+import { splitSentences } from './sentences.ts';
 import type { SpeechEngine, SpeechOptions, Timed } from './engines/types.ts';
 
 export interface Pacing {
@@ -12,24 +13,14 @@ export interface Pacing {
   mode: 'realtime' | 'fast';
 }
 
-const SENTENCE_END = /[.!?。！？…\n]+["')\]」』]*\s*/gu;
-
 /**
  * Splits text into segments of at most `maxChars` code points (soft: a word longer than
  * that stays whole), cutting at sentence ends first, then at whitespace. Concatenating
  * the segments gives back the text exactly.
  */
 export function segmentText(text: string, maxChars: number): string[] {
-  const sentences: string[] = [];
-  let last = 0;
-  for (const m of text.matchAll(SENTENCE_END)) {
-    const end = m.index! + m[0].length;
-    sentences.push(text.slice(last, end));
-    last = end;
-  }
-  if (last < text.length) sentences.push(text.slice(last));
   const out: string[] = [];
-  for (const s of sentences) {
+  for (const s of splitSentences(text)) {
     const cps = Array.from(s);
     if (cps.length <= maxChars) {
       out.push(s);

@@ -35,6 +35,7 @@
 // - object: every property filled; array: `minItems` items (0 when not set).
 import type { Message, Tool } from '../../src/gen/inference/v1/inference_pb.ts';
 import { Role } from '../../src/gen/inference/v1/inference_pb.ts';
+import { SENTENCE_END_AHEAD, splitSentences } from '../sentences.ts';
 
 export interface ScriptedEvent {
   textDelta?: string;
@@ -72,7 +73,7 @@ function keyPattern(key: string): string {
 
 /** The raw value the text gives for `key` (`key is V`, `key: V`, `key = V`), or null. */
 export function findValue(text: string, key: string): string | null {
-  const re = new RegExp(`(?:^|[^\\p{L}\\p{N}_])${keyPattern(key)}\\s*(?:is|was|=|:)\\s*(?:"([^"]*)"|'([^']*)'|(.+?))(?=\\s*(?:,|;|\\band\\b|[.!?](?:\\s|$)|$))`, 'iu');
+  const re = new RegExp(`(?:^|[^\\p{L}\\p{N}_])${keyPattern(key)}\\s*(?:is|was|=|:)\\s*(?:"([^"]*)"|'([^']*)'|(.+?))(?=\\s*(?:,|;|\\band\\b|${SENTENCE_END_AHEAD}|$))`, 'iu');
   const m = re.exec(text);
   if (!m) return null;
   return (m[1] ?? m[2] ?? m[3] ?? '').trim();
@@ -195,7 +196,7 @@ function fromPassages(messages: Message[], turn: string): string | null {
   let best: string | null = null;
   let bestScore = 0;
   for (const m of system.matchAll(/^<passage>\n([\s\S]*?)\n<\/passage>$/gm)) {
-    for (const sentence of m[1]!.split(/(?<=[.!?。！？])\s+|\n+/u)) {
+    for (const sentence of splitSentences(m[1]!)) {
       const s = sentence.trim();
       if (!s) continue;
       let score = 0;

@@ -4,6 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
 import type { DesignedVoice, DesignRequest } from '../engines/types.ts';
+import { cutSentences } from '../sentences.ts';
 import { segmentText } from '../speech.ts';
 import { StatusError } from '../status.ts';
 import type { CallScope, Provider } from './http.ts';
@@ -120,7 +121,7 @@ export class SegmentSpeaker implements LiveSpeaker {
     this.buffer += piece;
     if (!this.sentences) return;
     const segs = segmentText(this.buffer, this.chunkLength);
-    const complete = /[.!?。！？…\n]["')\]」』]*\s+$/u.test(this.buffer) ? segs : segs.slice(0, -1);
+    const complete = cutSentences(this.buffer)[1] === '' ? segs : segs.slice(0, -1);
     if (!complete.length) return;
     const text = complete.join('');
     this.buffer = this.buffer.slice(text.length);

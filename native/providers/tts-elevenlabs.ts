@@ -15,6 +15,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
 import { resampleLinear } from '../audio.ts';
 import type { DesignedVoice, DesignRequest, Timed } from '../engines/types.ts';
+import { sentenceEnds } from '../sentences.ts';
 import { StatusError } from '../status.ts';
 import { providerRequest, readJson, socketUrl, type CallScope, type Provider, type ProviderResponse } from './http.ts';
 import { Pipe, voiceRefused, type LiveSpeaker, type ProviderSpeechOptions, type SpeechProvider } from './speech.ts';
@@ -34,7 +35,8 @@ const DEFAULT_RATE = 24_000;
 const SPEED = { min: 0.7, max: 1.2 };
 
 const rateFor = (wanted: number) => (PCM_RATES.includes(wanted) ? wanted : DEFAULT_RATE);
-const sentenceEnds = (text: string) => /[.!?。！？…\n]["')\]」』]*\s*$/u.test(text);
+/** Whether the text so far ends a sentence (its end counts: the provider is told to speak it now). */
+const endsSentence = (text: string) => sentenceEnds(text).at(-1) === text.length;
 
 /**
  * Character timings of one message, on the timeline of its request or socket. `state` keeps
@@ -264,7 +266,7 @@ class StreamInput implements LiveSpeaker {
     const cur = (this.current ??= this.open());
     cur.writer.appendText(piece);
     cur.text += piece;
-    const flush = sentenceEnds(cur.text);
+    const flush = endsSentence(cur.text);
     if (flush) cur.text = '';
     void cur.socket.then((s) => s.send(flush ? { text: piece, flush: true } : { text: piece }), () => {});
   }

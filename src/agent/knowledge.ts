@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { z } from 'zod';
+import { splitSentences } from '../../actors/sentences.ts';
 import { ServiceError, notFound, type FieldError } from '../errors.ts';
 import { formFields, parseMultipart, type Part } from '../http/body.ts';
 import type { Principal } from '../http/router.ts';
@@ -129,8 +130,6 @@ export function toUpload(file: { fileName: string; data: Buffer }): KnowledgeUpl
   return { fileName: file.fileName, sizeBytes: file.data.length, content, chunks: chunkText(content) };
 }
 
-const SENTENCE_END = /(?<=[.!?…。！？])\s+|(?<=[。！？])/u;
-
 /**
  * Cuts text into passages for full-text search: paragraphs (blank-line separated) packed
  * greedily up to `max` characters; a paragraph longer than `max` is cut at sentence ends,
@@ -147,7 +146,7 @@ export function chunkText(text: string, max = 800): string[] {
       continue;
     }
     let first = true;
-    for (const sentence of p.split(SENTENCE_END)) {
+    for (const sentence of splitSentences(p)) {
       for (const piece of hardSplit(sentence.trim(), max)) {
         if (!piece) continue;
         units.push({ text: piece, sep: first ? '\n\n' : ' ' });

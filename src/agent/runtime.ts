@@ -406,7 +406,8 @@ export class SessionRuntime {
     };
     // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
     let endWhenIdle: string | null = null;
-    // Recording taps the audio here, outside the actor: caller frames in, agent frames out.
+    // Recording taps the audio outside the machine: caller frames as the session's handle takes
+    // them (`onCallerAudio`), agent frames as they go out (`output.audio`).
     const recorder = session.record_audio ? (this.o.recordings?.start(session.id, () => clock.now()) ?? null) : null;
     const output: SessionOutput = {
       message: (m) => {
@@ -432,11 +433,11 @@ export class SessionRuntime {
       { backend: withCustomLlm(inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log, voiceId: plan.voiceId }), config, {
         session, plan, box: this.o.box, allow: this.o.outboundAllow, log,
         onFailure: (f) => {
-          record([{ type: 'llm.endpoint_error', payload: { ...f, created_at: new Date(clock.now()).toISOString() } } as unknown as SessionItem]);
+          record([{ type: 'llm.endpoint_error', payload: { ...f, created_at: new Date(clock.now()).toISOString() } }]);
           output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
           if (f.fatal) endWhenIdle = 'llm_endpoint_failure';
         },
-      }), output, record, clock, log,
+      }), output, onCallerAudio: recorder ? (pcm) => recorder.user(pcm) : undefined, record, clock, log,
         // Each turn's latency split, as it starts speaking (the console's test call shows it live).
         onTurn: (m) => output.message({ topic: 'agent-event', type: 'turn.metrics', ...m }),
         retrieve: knowledgeRetriever(this.o.sql, { config, pinned: extra.pinned, log }), tools: [...(sessionTools?.tools ?? []), ...(extra.tools ?? [])] },
@@ -463,13 +464,6 @@ export class SessionRuntime {
         log.info({ status: e.status, reason: e.reason, turns: e.turns.length }, 'session ended');
       },
     );
-    if (recorder) {
-      const send = handle.sendAudio.bind(handle);
-      handle.sendAudio = (pcm) => {
-        recorder.user(pcm);
-        send(pcm);
-      };
-    }
     const live: LiveSession = {
       id: session.id,
       handle,

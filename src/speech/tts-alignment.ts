@@ -6,20 +6,12 @@
  * chunk's words, times in seconds relative to the chunk's start, and the chunk's absolute
  * start (`chunk_audio_offset_sec`): clients replace, never append.
  */
+import { splitSentences } from '../../actors/sentences.ts';
 import type { AudioChunk } from '../gen/inference/v1/inference_pb.ts';
-
-const SENTENCE_END = /[.!?。！？…\n]+["')\]」』]*\s*/gu;
 
 /** Splits text into pieces of at most `maxChars` code points; the pieces concatenate back to the text. */
 export function splitTextChunks(text: string, maxChars: number): string[] {
-  const sentences: string[] = [];
-  let last = 0;
-  for (const m of text.matchAll(SENTENCE_END)) {
-    const end = m.index! + m[0].length;
-    sentences.push(text.slice(last, end));
-    last = end;
-  }
-  if (last < text.length) sentences.push(text.slice(last));
+  const sentences = splitSentences(text);
   const out: string[] = [];
   let cur = '';
   const len = (s: string) => Array.from(s).length;

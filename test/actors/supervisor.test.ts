@@ -2,7 +2,7 @@ import t from 'tap';
 import client from 'prom-client';
 import { TestClock } from '../../actors/clock.ts';
 import { Supervisor } from '../../actors/supervisor.ts';
-import type { SessionEnd, SessionPlan } from '../../actors/types.ts';
+import type { SessionEnd, SessionPlan, ToolOutcome } from '../../actors/types.ts';
 import { createFakeBackend, createRecorder } from '../fixtures/session-backend.ts';
 
 const plan = (id: string): SessionPlan => ({
@@ -120,4 +120,43 @@ t.test('watchTurns: every session’s turns reach the watchers; a watcher that t
   sup.end('a', 'test');
   sup.end('b', 'test');
   await clock.tick(20);
+});
+
+t.test('ending one session stops its tool calls (the abort reaches them); a call of another session goes on', async (t) => {
+  const clock = new TestClock();
+  const sup = new Supervisor({ maxSessions: 4, clock, registry: new client.Registry() });
+  const signals: Record<string, AbortSignal> = {};
+  const finish: Record<string, () => void> = {};
+  const tool = {
+    spec: { name: 'job', description: '', parametersJsonSchema: '{"type":"object"}' },
+    source: 'webhook' as const,
+    mode: 'background' as const,
+    execute: (_args: string, o: { callId: string; signal: AbortSignal }) => new Promise<ToolOutcome>((resolve) => {
+      signals[o.callId] = o.signal;
+      finish[o.callId] = () => resolve({ status: 'completed', output: '{"done":true}', error: null, latencyMs: 1 });
+    }),
+  };
+  const launch = (id: string) => {
+    const fake = createFakeBackend({ reply: (m) => (m[m.length - 1]!.role === 'user' ? [{ type: 'tool_call', id: `call_${id}`, name: 'job', argumentsJson: '{}' }, { type: 'finish', reason: 'tool_calls' }] : [{ type: 'text', text: 'Noted. ' }, { type: 'finish', reason: 'stop' }]) });
+    const rec = createRecorder();
+    const handle = sup.start(plan(id), { backend: fake, output: rec.output, record: rec.record, tools: [tool] }, () => {});
+    return { handle, rec };
+  };
+  const a = launch('a');
+  const b = launch('b');
+  await clock.tick(10);
+  a.handle.send({ type: 'user.message', text: 'start' });
+  b.handle.send({ type: 'user.message', text: 'start' });
+  await clock.tick(100);
+  t.same(Object.keys(signals).sort(), ['call_a', 'call_b'], 'each session started its call');
+  sup.end('a', 'test');
+  await a.handle.ended;
+  t.equal(signals.call_a!.aborted, true, 'the ended session’s call was stopped with it');
+  t.equal(signals.call_b!.aborted, false, 'the other session’s call runs on');
+  finish.call_b!();
+  await clock.tick(500);
+  t.match(b.rec.items.filter((i) => i.type === 'tool_result').map((i) => i.payload), [{ call_id: 'call_b', status: 'completed' }]);
+  t.equal(b.rec.finals().filter((f) => f === 'agent: Noted. ').length, 2, 'its result was announced: a second agent turn');
+  sup.end('b', 'test');
+  await b.handle.ended;
 });

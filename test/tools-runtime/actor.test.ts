@@ -155,3 +155,30 @@ t.test('a turn interrupted before it spoke (waiting on a tool) closes its unused
   handle.end('test');
   await handle.ended;
 });
+
+t.test('ending the session stops the calls still running: each sees the abort, is recorded as cancelled once, and a late answer changes nothing', async (t) => {
+  const bg = manual('job', 'background');
+  const ff = manual('notify', 'fire_and_forget');
+  const both = (m: ChatMessage[]): LlmEvent[] => {
+    const last = m[m.length - 1]!;
+    if (last.role !== 'user') return text('Started. ');
+    return [{ type: 'tool_call', id: 'c_bg', name: 'job', argumentsJson: '{}' }, { type: 'tool_call', id: 'c_ff', name: 'notify', argumentsJson: '{}' }, { type: 'finish', reason: 'tool_calls' }];
+  };
+  const { clock, rec, handle } = await start({}, [bg.tool, ff.tool], both);
+  handle.send({ type: 'user.message', text: 'go', audio: false });
+  await clock.tick(100);
+  t.equal(bg.pending.length + ff.pending.length, 2, 'both calls run');
+  t.notOk(bg.pending[0]!.signal.aborted || ff.pending[0]!.signal.aborted, 'and outlive their turn');
+  handle.end('test');
+  t.match(await handle.ended, { reason: 'test' });
+  t.ok(bg.pending[0]!.signal.aborted && ff.pending[0]!.signal.aborted, 'both saw the abort');
+  t.match(rec.items.filter((i) => i.type === 'tool_result').map((i) => i.payload), [
+    { call_id: 'c_bg', status: 'cancelled', error: 'Cancelled: the conversation ended' },
+    { call_id: 'c_ff', status: 'cancelled', error: 'Cancelled: the conversation ended' },
+  ]);
+  bg.pending[0]!.resolve({ status: 'completed', output: 'late', error: null, latencyMs: 1 });
+  ff.pending[0]!.resolve({ status: 'completed', output: 'late', error: null, latencyMs: 1 });
+  await clock.tick(50);
+  t.equal(rec.items.filter((i) => i.type === 'tool_result').length, 2, 'one result each');
+  t.same(rec.messages.filter((x) => x.topic === 'agent-event').map((x) => (x as { type: string }).type), ['tool.started', 'tool.started', 'tool.failed', 'tool.failed'], 'one terminal event each');
+});
