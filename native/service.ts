@@ -6,6 +6,8 @@ import {
   AudioEncoding,
   CapabilitiesResponseSchema,
   CommittedSchema,
+  DesignedVoiceSchema,
+  DesignVoiceResponseSchema,
   EngineHealthSchema,
   FinishReason,
   FinishSchema,
@@ -15,6 +17,7 @@ import {
   ModelInfoSchema,
   ModelKind,
   OutputFormatInfoSchema,
+  SaveVoiceResponseSchema,
   SegmentSchema,
   ServingStatus,
   SpeechEventSchema,
@@ -25,12 +28,13 @@ import {
   UsageSchema,
   VoiceInfoSchema,
   type AudioChunk,
+  type DesignVoiceRequest,
   type SynthesizeRequest,
   type TranscribeConfig,
   type TranscribeStreamResponse,
 } from '../src/gen/inference/v1/inference_pb.ts';
 import type { InferenceServiceHandlers } from '../src/inference/grpc-service.ts';
-import { bytesToPcm, parseWav } from './audio.ts';
+import { bytesToPcm, parseWav, pcmBytes, wavHeader } from './audio.ts';
 import { runScripted } from './engines/scripted.ts';
 import { cutSentences } from './sentences.ts';
 import { createStreamRecognizer, MissingEngineError, type Recognized, type StreamEvent } from './engines/synthetic-engine.ts';
@@ -51,6 +55,8 @@ export const TRANSCRIPTION_MODELS = ['transcribe-1'];
  */
 export const CHAT_TIERS = ['llm-instant', 'llm-medium', 'llm-high'];
 export const CHAT_MODELS = [...CHAT_TIERS, 'scripted'];
+/** The voice-design model name: designs for what serves the speech models. */
+export const VOICE_DESIGN_MODELS = ['voice-design-1'];
 export const LIMITS = { maxTextChars: 20_000, maxAudioMs: 30 * 60_000, maxMessageBytes: 64 * 1024 * 1024 };
 
 /** A realtime recognizer: PCM pushed in pieces of any size, events out (see StreamDecoder). */
@@ -204,7 +210,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     if (engine === 'provider') {
       // The provider's voices are its own: an unknown one is refused by the provider (NOT_FOUND).
       if (!voice && req.references.length) throw new StatusError(grpc.status.UNIMPLEMENTED, `references: reference audio (voice cloning) is not supported by the ${speechProvider!.provider.what}; name one of its voices in reference_id, or set PARLEY_TTS_VOICE`);
-    } else if (voice && !engine.voices.some((v) => v.id === voice)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
+    } else if (voice && !engine.voices.some((v) => v.id === voice) && !engine.acceptsVoice?.(voice)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
     const speed = req.prosody?.speed || 1;
     if (speed < 0.5 || speed > 2) throw invalid('prosody.speed: must be between 0.5 and 2');
     const volumeDb = req.prosody?.volumeDb ?? 0;
@@ -237,6 +243,44 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     const po = { voice: opts.voice, speed: opts.speed, language: opts.language, sampleRateHz: opts.sampleRateHz };
     if (live && sp.live) return sp.live(po, timeline, scope, write);
     return new SegmentSpeaker(sp, po, timeline, scope, write, chunkLength, live);
+  }
+
+  /**
+   * Who designs voices for a DesignVoice/SaveVoice model: the default (`voice-design-1`, empty,
+   * or a speech model id) designs for what serves the speech models (the speech provider, else
+   * the PARLEY_SPEECH_ENGINE engine); an engine's name (`espeak`) for that engine.
+   */
+  function designerFor(model: string): SpeechEngine | 'provider' {
+    if (!model || VOICE_DESIGN_MODELS.includes(model) || SPEECH_MODELS.includes(model)) return speechProvider ? 'provider' : o.speech;
+    if (speechProvider && model === speechProvider.provider.settings.model) return 'provider';
+    const e = o.engines[model];
+    if (e) return e;
+    throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${model}`);
+  }
+
+  const cannotDesign = (who: string) =>
+    new StatusError(grpc.status.UNIMPLEMENTED, `voice design: the ${who} cannot vary its voice; voice design needs the espeak engine (PARLEY_SPEECH_ENGINE=espeak, or the model espeak) or an ElevenLabs speech provider`);
+
+  /** Validates a DesignVoice request (the contract's ranges). */
+  function designRequest(req: DesignVoiceRequest) {
+    if (!req.description.trim()) throw invalid('description: must not be empty');
+    if (Array.from(req.description).length > 2000) throw invalid('description: at most 2000 characters');
+    if (Array.from(req.text).length > 1000) throw invalid('text: at most 1000 characters');
+    const count = req.count || 2;
+    if (count < 1 || count > 4) throw invalid('count: must be between 1 and 4');
+    const speed = req.speed || 1;
+    if (!(speed > 0 && speed <= 3)) throw invalid('speed: must be above 0 and at most 3');
+    const encoding = req.output?.encoding || AudioEncoding.PCM_S16LE;
+    if (encoding !== AudioEncoding.PCM_S16LE && encoding !== AudioEncoding.WAV) throw invalid('output.encoding: this backend produces PCM_S16LE or WAV only');
+    const rate = req.output?.sampleRateHz ?? 0;
+    if (rate && (rate < 8000 || rate > 48000)) throw invalid('output.sample_rate_hz: must be between 8000 and 48000');
+    return {
+      encoding,
+      design: {
+        description: req.description.trim(), text: req.text.trim(), language: req.language, count, speed, sampleRateHz: rate,
+        ...(req.seed !== undefined ? { seed: Number(BigInt.asUintN(32, req.seed)) } : {}),
+      },
+    };
   }
 
   const handlers: InferenceServiceHandlers = {
@@ -597,6 +641,72 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         });
     },
 
+    designVoice(call, callback) {
+      observe('designVoice', call.metadata, call.request);
+      const ac = abortOn(call);
+      let release = () => {};
+      (async () => {
+        release = admit();
+        const { encoding, design } = designRequest(call.request);
+        const designer = designerFor(call.request.model);
+        let voices;
+        if (designer === 'provider') {
+          if (!speechProvider!.design) throw cannotDesign(speechProvider!.provider.what);
+          voices = await speechProvider!.design(design, { signal: ac.signal, deadline: deadlineOf(call) });
+        } else {
+          if (!designer.design) throw cannotDesign(`${designer.name} engine`);
+          voices = await designer.design(design, ac.signal);
+        }
+        if (!voices.length) throw new StatusError(grpc.status.INTERNAL, 'voice design gave no voice');
+        const res = create(DesignVoiceResponseSchema, {
+          voices: voices.slice(0, design.count).map((v) => {
+            const pcm = pcmBytes(v.pcm);
+            let audio = pcm;
+            if (encoding === AudioEncoding.WAV) {
+              audio = new Uint8Array(44 + pcm.length);
+              audio.set(wavHeader(v.sampleRateHz, pcm.length));
+              audio.set(pcm, 44);
+            }
+            return create(DesignedVoiceSchema, {
+              voiceId: v.voiceId, audio, encoding, sampleRateHz: v.sampleRateHz, durationMs: (v.pcm.length / v.sampleRateHz) * 1000,
+              text: v.text, language: v.language, summary: v.summary,
+            });
+          }),
+        });
+        if (!call.cancelled) callback(null, res);
+      })()
+        .catch((err) => {
+          if (toStatus(err).code === grpc.status.INTERNAL) o.logger.error({ err }, 'voice design failed');
+          if (!call.cancelled) callback(toGrpcError(err));
+        })
+        .finally(() => release());
+    },
+
+    saveVoice(call, callback) {
+      observe('saveVoice', call.metadata, call.request);
+      const ac = abortOn(call);
+      let release = () => {};
+      (async () => {
+        release = admit();
+        const { voiceId, name, description, model } = call.request;
+        const designer = designerFor(model);
+        let kept: string;
+        if (designer === 'provider') {
+          if (!speechProvider!.save) throw cannotDesign(speechProvider!.provider.what);
+          kept = await speechProvider!.save({ voiceId, name, description }, { signal: ac.signal, deadline: deadlineOf(call) });
+        } else {
+          // An engine's designed voices last by themselves: their id is their settings.
+          if (!designer.acceptsVoice?.(voiceId)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
+          kept = voiceId;
+        }
+        if (!call.cancelled) callback(null, create(SaveVoiceResponseSchema, { voiceId: kept }));
+      })()
+        .catch((err) => {
+          if (!call.cancelled) callback(toGrpcError(err));
+        })
+        .finally(() => release());
+    },
+
     capabilities(call, callback) {
       observe('capabilities', call.metadata);
       const speech = o.speech;
@@ -617,6 +727,14 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         create(ModelInfoSchema, { name: 'scripted', kind: ModelKind.CHAT, description: 'deterministic scripted chat model', isDefault: !chatProvider }),
       ];
       if (chatProvider) models.push(create(ModelInfoSchema, { name: chatProvider.provider.settings.model, kind: ModelKind.CHAT, description: `served by the ${chatProvider.provider.what}${said('llm')}`, isDefault: true }));
+      // Voice design: voice-design-1 designs for what serves the speech models, when that can
+      // vary its voice; each engine that can is also a design model of its own name.
+      if (speechProvider ? speechProvider.design : o.speech.design) {
+        models.push(create(ModelInfoSchema, { name: VOICE_DESIGN_MODELS[0], kind: ModelKind.VOICE_DESIGN, description: `designs voices for the speech models (${speechProvider ? speechProvider.provider.what : `the ${o.speech.name} engine`})`, isDefault: true }));
+      }
+      for (const [name, e] of Object.entries(o.engines)) {
+        if (e.design) models.push(create(ModelInfoSchema, { name, kind: ModelKind.VOICE_DESIGN, languages: e.languages, description: `designs voices for the ${name} engine: ${name === 'espeak' ? 'voice variant, pitch and pace' : 'its voice parameters'}` }));
+      }
       if (speechProvider) models.push(create(ModelInfoSchema, { name: speechProvider.provider.settings.model, kind: ModelKind.SPEECH, description: speechBy }));
       const voices = speechProvider
         ? [create(VoiceInfoSchema, { id: speechProvider.voice, name: `${speechProvider.voice} (the provider's default voice; reference_id may name any of its voices)`, languages: [] })]
@@ -633,7 +751,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         ],
         inputEncodings: [AudioEncoding.PCM_S16LE, AudioEncoding.WAV],
         limits: create(LimitsSchema, { maxTextChars: LIMITS.maxTextChars, maxAudioMs: LIMITS.maxAudioMs, maxConcurrentCalls: o.maxConcurrentCalls, maxMessageBytes: LIMITS.maxMessageBytes }),
-        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', 'Generate', 'Capabilities', 'Health'],
+        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
       }));
     },
 

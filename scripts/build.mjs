@@ -37,6 +37,10 @@ const scripts = [
   { entry: 'src/client/index.ts', out: 'sdk/parley-client.js', split: true },
   // The SDK's AudioWorklet module (browser audio helpers), loaded from beside the SDK.
   { entry: 'src/client/audio-worklet.ts', out: 'sdk/parley-audio-worklet.js' },
+  // The embeddable widget, served at /widget.js: one classic script (works as a module too),
+  // everything inside, no source map beside it (docs/widget.md). It always names the worklet's
+  // URL, so the SDK's import.meta.url default is never used.
+  { entry: 'src/widget/embed.ts', out: 'embed/widget.js', options: { format: 'iife', sourcemap: false, legalComments: 'eof', define: { 'import.meta.url': '""' } } },
 ];
 
 /**
@@ -72,11 +76,11 @@ function writeCompressed(file, data) {
   }
 }
 
-async function buildScript({ entry, out, split }) {
+async function buildScript({ entry, out, split, options }) {
   const where = split
     ? { outdir: join(dist, dirname(out)), entryNames: basename(out, '.js'), chunkNames: '[name]-[hash]', splitting: true }
     : { outfile: join(dist, out) };
-  const r = await esbuild.build({ ...BROWSER, entryPoints: [join(root, entry)], ...where, write: false });
+  const r = await esbuild.build({ ...BROWSER, entryPoints: [join(root, entry)], ...where, ...options, write: false });
   for (const f of r.outputFiles) writeCompressed(f.path, Buffer.from(f.contents));
 }
 
@@ -107,6 +111,32 @@ async function buildPackage() {
     const file = join(out, name);
     writeFileSync(file, readFileSync(file, 'utf8').replace(/((?:from|import)\s*\(?\s*['"])(\.\.?\/[^'"]+)\.ts(['"])/g, '$1$2.js$3'));
   }
+}
+
+/**
+ * `parley/widget` as the package exports it: dist/widget/index.js, an ES module for bundlers
+ * that registers `<parley-agent>` on import, and its types under dist/widget/types/ (the
+ * element's and the client SDK's it names; they need the DOM library).
+ */
+async function buildWidgetPackage() {
+  const out = join(dist, 'widget');
+  rmSync(out, { recursive: true, force: true });
+  await esbuild.build({ bundle: true, format: 'esm', target: 'es2022', sourcemap: true, legalComments: 'inline', logLevel: 'warning', platform: 'browser', entryPoints: [join(root, 'src/widget/index.ts')], outfile: join(out, 'index.js') });
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  if (!existsSync(tsc)) return;
+  const types = join(out, 'types');
+  const r = spawnSync(process.execPath, [tsc, '--ignoreConfig', '--declaration', '--emitDeclarationOnly', '--strict', '--skipLibCheck',
+    '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--lib', 'es2023,dom', '--types', 'node',
+    '--allowImportingTsExtensions', '--rootDir', join(root, 'src'), '--outDir', types, join(root, 'src/widget/index.ts')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`tsc could not emit the declarations of src/widget (exit ${r.status ?? r.signal})`);
+  const fix = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const file = join(dir, name);
+      if (statSync(file).isDirectory()) fix(file);
+      else if (name.endsWith('.d.ts')) writeFileSync(file, readFileSync(file, 'utf8').replace(/((?:from|import)\s*\(?\s*['"])(\.\.?\/[^'"]+)\.ts(['"])/g, '$1$2.js$3'));
+    }
+  };
+  fix(types);
 }
 
 async function buildApp({ entry, dir, title }) {
@@ -159,9 +189,12 @@ const started = Date.now();
 mkdirSync(dist, { recursive: true });
 rmSync(join(dist, 'sdk'), { recursive: true, force: true }); // no chunk of an older build stays behind
 for (const s of scripts) if (existsSync(join(root, s.entry))) await buildScript(s);
-// The package build (dist/client) belongs in the repository's dist/ only; it also runs tsc,
-// which a test runner's child-process hooks break.
-if (outArg < 0) await buildPackage();
+// The package builds (dist/client, dist/widget) belong in the repository's dist/ only; they
+// also run tsc, which a test runner's child-process hooks break.
+if (outArg < 0) {
+  await buildPackage();
+  await buildWidgetPackage();
+}
 for (const a of apps) if (existsSync(join(root, a.entry))) await buildApp(a);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 if (!ifStale || process.env.PARLEY_BUILD_VERBOSE) console.error(`build: dist/ ready in ${Date.now() - started} ms`);

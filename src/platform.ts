@@ -48,6 +48,8 @@ import { parseSpeechConcurrency, SpeechConcurrency } from './speech/concurrency.
 import { mountAsrRoutes } from './speech/asr-routes.ts';
 import { resolveVoice, VoiceService } from './speech/voices.ts';
 import { mountVoiceRoutes } from './speech/voices-routes.ts';
+import { mountWalletRoutes } from './wallet/routes.ts';
+import { WalletService } from './wallet/service.ts';
 import { parseBackoff, WebhookDeliveryService, WebhookWorker } from './webhooks/index.ts';
 import { mountWebhookRoutes } from './agent/webhook-routes.ts';
 import { ToolTestService } from './agent/tool-test.ts';
@@ -226,7 +228,18 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       onTranscribed: async (u) => void (await recordUsage(db.sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
     });
     mountAsrRoutes(http, asr);
-    mountVoiceRoutes(http, new VoiceService(db.sql, inference, log));
+    // Voice design (issue 22): candidates from a description (the backend's DesignVoice); a
+    // candidate saved through POST /model speaks with the backend's voice for the design.
+    const { DesignTokens, VoiceDesignService } = await import('./voice-design/service.ts');
+    const { mountVoiceDesignRoutes } = await import('./voice-design/routes.ts');
+    const voiceDesign = new VoiceDesignService({
+      inference, log, tokens: new DesignTokens(box), credit: new CreditGate(db.sql), concurrency: speechConcurrency,
+      onDesigned: async (teamId) => void (await recordUsage(db.sql, { teamId, kind: 'voice_designs', amount: 1, model: 'voice-design-1' }, log)),
+    });
+    mountVoiceDesignRoutes(http, voiceDesign);
+    mountVoiceRoutes(http, new VoiceService(db.sql, inference, log, (teamId, id, name, description, o) => voiceDesign.keep(teamId, id, name, description, o)));
+    // The wallet the official speech clients' `user` calls read (issue 22).
+    mountWalletRoutes(http, new WalletService(db.sql));
     // The team, its usage by day and kind, and its credit ledger (the console's Usage page).
     mountUsageRoutes(http, new UsageService(db.sql));
 
@@ -268,6 +281,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       ensureRoom: config.livekit ? livekitRoomEnsurer(config.livekit, { timeoutMs: Number((opts.env ?? process.env).LIVEKIT_ROOM_TIMEOUT_MS) || undefined }) : undefined,
     });
     mountSessionRoutes(http, sessions);
+    // The embeddable widget's display config, behind the keyless gate (issue 22, docs/widget.md).
+    const { WidgetConfigService } = await import('./agent/widget-config.ts');
+    const { mountWidgetConfigRoutes } = await import('./agent/widget-config-routes.ts');
+    mountWidgetConfigRoutes(http, new WidgetConfigService(db.sql));
     // Builder preview calls (GAPS.md §10): sessions of the draft frozen at creation.
     const { PreviewService } = await import('./agent/preview.ts');
     const { mountPreviewRoutes } = await import('./agent/preview-routes.ts');

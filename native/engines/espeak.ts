@@ -5,8 +5,9 @@
 // output), or to their lengths when the phoneme words do not line up with the text's.
 import os from 'node:os';
 import { parseWav, resampleLinear } from '../audio.ts';
+import { designId, designsFor, parseDesignId, PREVIEW_TEXTS, summaryOf } from './espeak-design.ts';
 import { WorkerPool } from './pool.ts';
-import type { SpeechEngine, SpeechOptions, SpeechPiece, Timed } from './types.ts';
+import type { DesignedVoice, SpeechEngine, SpeechOptions, SpeechPiece, Timed } from './types.ts';
 
 /** The spec's seven speaking languages and the espeak voices that speak them. */
 export const ESPEAK_VOICES: Record<string, string> = { en: 'en-us', ja: 'ja', zh: 'cmn', ko: 'ko', es: 'es', fr: 'fr', de: 'de' };
@@ -98,23 +99,38 @@ export function estimateAlignment(text: string, phonemeLines: string[], pcm: Int
 export function espeakVoice(language: string, voice: string): string {
   const primary = (language || 'en').toLowerCase().split(/[-_]/)[0];
   const base = ESPEAK_VOICES[primary] ?? ESPEAK_VOICES.en;
-  return base + (VARIANTS[voice] ?? '');
+  const designed = parseDesignId(voice);
+  return base + (designed ? `+${designed.variant}` : (VARIANTS[voice] ?? ''));
+}
+
+/** espeak's rate for a speed multiplier and a designed pace (percent), within what espeak speaks. */
+function wordsPerMinute(speed: number, pacePercent = 100): number {
+  return Math.round(Math.min(450, Math.max(80, BASE_WPM * (speed || 1) * (pacePercent / 100))));
+}
+
+/** The language a preview speaks: one of the engine's, else English. */
+function previewLanguage(language: string): string {
+  const primary = (language || 'en').toLowerCase().split(/[-_]/)[0]!;
+  return ESPEAK_VOICES[primary] ? primary : 'en';
 }
 
 export function createEspeakEngine(opts: { workers?: number } = {}): SpeechEngine {
   let pool: WorkerPool | null = null;
   const getPool = () => (pool ??= new WorkerPool(new URL('./espeak-worker.mjs', import.meta.url), opts.workers ?? Math.max(1, Math.min(2, os.availableParallelism()))));
-  return {
+  const engine: SpeechEngine = {
     name: 'espeak',
     defaultSampleRateHz: SAMPLE_RATE_HZ,
     sampleRatesHz: [SAMPLE_RATE_HZ],
     estimatedAlignment: true,
     languages: Object.keys(ESPEAK_VOICES),
     voices: Object.keys(VARIANTS).map((id) => ({ id, name: `espeak ${id}`, languages: Object.keys(ESPEAK_VOICES) })),
+    // Designed voices (espeak-design.ts) carry their variant, pitch and pace in their id.
+    acceptsVoice: (id: string) => parseDesignId(id) !== null,
     async synthesize(text: string, o: SpeechOptions, signal: AbortSignal): Promise<SpeechPiece> {
       signal.throwIfAborted();
-      const wpm = Math.round(BASE_WPM * (o.speed || 1));
-      const { wav, phonemeLines } = await getPool().run<{ wav: Uint8Array; phonemeLines: string[] }>({ text, voice: espeakVoice(o.language, o.voice), wpm });
+      const designed = parseDesignId(o.voice);
+      const wpm = wordsPerMinute(o.speed, designed?.pace);
+      const { wav, phonemeLines } = await getPool().run<{ wav: Uint8Array; phonemeLines: string[] }>({ text, voice: espeakVoice(o.language, o.voice), wpm, ...(designed ? { pitch: designed.pitch } : {}) });
       signal.throwIfAborted();
       const parsed = parseWav(wav);
       if (!parsed) throw new Error('espeak produced no audio');
@@ -123,6 +139,20 @@ export function createEspeakEngine(opts: { workers?: number } = {}): SpeechEngin
       if (rate === parsed.sampleRateHz) return { pcm: parsed.pcm, sampleRateHz: rate, words, chars };
       return { pcm: resampleLinear(parsed.pcm, parsed.sampleRateHz, rate), sampleRateHz: rate, words, chars };
     },
+    async design(req, signal): Promise<DesignedVoice[]> {
+      const language = previewLanguage(req.language);
+      const text = req.text || PREVIEW_TEXTS[language]!;
+      const seed = req.seed ?? Math.floor(Math.random() * 2 ** 32);
+      const designs = designsFor(req.description, req.count, req.speed, seed);
+      // One preview after another: the pool has at most two workers, shared with synthesis.
+      const out: DesignedVoice[] = [];
+      for (const { design, traits } of designs) {
+        const voiceId = designId(design);
+        const piece = await engine.synthesize(text, { language, speed: 1, sampleRateHz: req.sampleRateHz, voice: voiceId }, signal);
+        out.push({ voiceId, pcm: piece.pcm, sampleRateHz: piece.sampleRateHz, text, language, summary: summaryOf(design, traits, wordsPerMinute(1, design.pace)) });
+      }
+      return out;
+    },
     warm: () => getPool().ready(),
     health: () => ({ ok: true, detail: 'espeak-ng (WASM)' }),
     async close() {
@@ -130,4 +160,5 @@ export function createEspeakEngine(opts: { workers?: number } = {}): SpeechEngin
       pool = null;
     },
   };
+  return engine;
 }

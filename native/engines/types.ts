@@ -35,8 +35,39 @@ export interface SpeechEngine {
   /** Its word and character timings are estimates (the contract's `Alignment.estimated`). */
   readonly estimatedAlignment?: boolean;
   synthesize(text: string, opts: SpeechOptions, signal: AbortSignal): Promise<SpeechPiece>;
+  /** Voice ids beyond `voices` it speaks with (designed voices, whose ids carry their settings). */
+  acceptsVoice?(id: string): boolean;
+  /** Voice design (DesignVoice); engines without it cannot vary their voice. */
+  design?(req: DesignRequest, signal: AbortSignal): Promise<DesignedVoice[]>;
   /** Optional start-up work (loading models, spawning workers) done before the server says it is ready. */
   warm?(): Promise<void>;
   health(): { ok: boolean; detail: string };
   close(): Promise<void>;
+}
+
+/** A voice design request as an engine sees it (DesignVoice, validated). */
+export interface DesignRequest {
+  description: string;
+  /** What the previews say ('' : the engine picks). */
+  text: string;
+  /** BCP-47; '' = the engine's default. */
+  language: string;
+  /** Candidates wanted, 1 to 4. */
+  count: number;
+  /** Rate multiplier on top of the description, (0, 3]. */
+  speed: number;
+  /** Same seed, same candidates; undefined: new ones each time. */
+  seed?: number;
+  /** Wanted sample rate of the previews; 0 = the engine's own. */
+  sampleRateHz: number;
+}
+
+/** One designed voice: an id the engine's synthesis takes as its voice, and a preview. */
+export interface DesignedVoice {
+  voiceId: string;
+  pcm: Int16Array;
+  sampleRateHz: number;
+  text: string;
+  language: string;
+  summary: string;
 }

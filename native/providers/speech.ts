@@ -3,6 +3,7 @@
 // while the current one streams, audio written in order as it comes.
 import * as grpc from '@grpc/grpc-js';
 import type { AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
+import type { DesignedVoice, DesignRequest } from '../engines/types.ts';
 import { cutSentences } from '../sentences.ts';
 import { segmentText } from '../speech.ts';
 import { StatusError } from '../status.ts';
@@ -43,6 +44,10 @@ export interface SpeechProvider {
   /** A live speaker of its own (a socket), for SynthesizeStream; absent: a SegmentSpeaker. */
   live?(o: ProviderSpeechOptions, timeline: ProviderTimeline, scope: CallScope, write: (c: AudioChunk) => Promise<void>): LiveSpeaker;
   probe(scope: CallScope): Promise<void>;
+  /** Voice design on the provider (DesignVoice); absent: the provider's kind cannot design voices. */
+  design?(req: DesignRequest, scope: CallScope): Promise<DesignedVoice[]>;
+  /** Keeps a designed voice in the provider's library (SaveVoice); answers its lasting voice id. */
+  save?(req: { voiceId: string; name: string; description: string }, scope: CallScope): Promise<string>;
   close?(): Promise<void>;
 }
 

@@ -8,19 +8,28 @@
 // and resampled. Character timings are the provider's; they may count from the start of each
 // audio message (ElevenLabs) or of the socket (Parley): a time going backwards tells which.
 //
-// Other ElevenLabs endpoints (voice design for issue 22's DesignVoice) go through `request()`.
+// Voice design (DesignVoice, SaveVoice): `POST {base}/v1/text-to-voice/design` (previews with a
+// `generated_voice_id`, PCM at the call's rate) and `POST {base}/v1/text-to-voice` (a preview
+// kept in the account's voice library; its `voice_id` is what speech then names).
 import * as grpc from '@grpc/grpc-js';
 import type { AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
-import type { Timed } from '../engines/types.ts';
+import { resampleLinear } from '../audio.ts';
+import type { DesignedVoice, DesignRequest, Timed } from '../engines/types.ts';
 import { sentenceEnds } from '../sentences.ts';
 import { StatusError } from '../status.ts';
-import { providerRequest, socketUrl, type CallScope, type Provider, type ProviderResponse } from './http.ts';
+import { providerRequest, readJson, socketUrl, type CallScope, type Provider, type ProviderResponse } from './http.ts';
 import { Pipe, voiceRefused, type LiveSpeaker, type ProviderSpeechOptions, type SpeechProvider } from './speech.ts';
 import type { ProviderAudio, ProviderTimeline, SegmentWriter } from './timeline.ts';
 import { PcmReader } from './tts-openai.ts';
 import { openSocket, type ProviderSocket } from './ws.ts';
 
 const PCM_RATES = [16_000, 24_000, 44_100, 48_000];
+/** ElevenLabs' voice-design model. */
+export const ELEVENLABS_DESIGN_MODEL = 'eleven_multilingual_ttv_v2';
+/** ElevenLabs wants a voice description of at least 20 characters when a preview is kept. */
+const MIN_KEPT_DESCRIPTION = 20;
+/** Its previews speak 100 to 1,000 characters. */
+const MIN_PREVIEW_TEXT = 100;
 const DEFAULT_RATE = 24_000;
 /** ElevenLabs takes voice_settings.speed from 0.7 to 1.2. */
 const SPEED = { min: 0.7, max: 1.2 };
@@ -126,6 +135,68 @@ export class ElevenLabsSpeech implements SpeechProvider {
   async probe(scope: CallScope) {
     const res = await this.request('GET', '/v1/models', undefined, scope);
     res.close();
+  }
+
+  /** Previews of a described voice; each `generated_voice_id` is a voice only once kept (`save`). */
+  async design(req: DesignRequest, scope: CallScope): Promise<DesignedVoice[]> {
+    const rate = rateFor(req.sampleRateHz);
+    const body: Record<string, unknown> = { voice_description: req.description, model_id: ELEVENLABS_DESIGN_MODEL };
+    // The provider speaks previews of 100 to 1,000 characters: a shorter text is not sent, and
+    // the previews say a text the provider writes (each candidate's text and summary say so).
+    const ownText = Array.from(req.text).length >= MIN_PREVIEW_TEXT;
+    if (ownText) body.text = req.text;
+    else body.auto_generate_text = true;
+    if (req.seed !== undefined) body.seed = req.seed;
+    let res: ProviderResponse;
+    try {
+      // Not idempotent: each call designs (and bills) anew on the provider.
+      res = await providerRequest(this.provider, `${this.provider.settings.baseUrl}/v1/text-to-voice/design?output_format=pcm_${rate}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }, scope, false);
+    } catch (err) {
+      // A server of this kind without the endpoint (another Parley's /compat/elevenlabs, a
+      // proxy) does not offer voice design: the contract's UNIMPLEMENTED, not a refusal.
+      if (err instanceof StatusError && err.code === grpc.status.FAILED_PRECONDITION && /HTTP 404/.test(err.details)) {
+        throw new StatusError(grpc.status.UNIMPLEMENTED, 'voice design: the ElevenLabs-style speech provider does not offer it (HTTP 404 on /v1/text-to-voice/design)');
+      }
+      throw err;
+    }
+    const doc = (await readJson(res)) as { previews?: { audio_base_64?: string; generated_voice_id?: string; language?: string }[]; text?: string };
+    const previews = (doc.previews ?? []).filter((p) => typeof p.generated_voice_id === 'string' && typeof p.audio_base_64 === 'string');
+    if (!previews.length) throw new StatusError(grpc.status.UNAVAILABLE, `${this.provider.what} answered the voice design without previews`);
+    const notApplied = `${req.speed !== 1 ? ' The speed is not applied (the provider designs at its own pace).' : ''}${req.text && !ownText ? ` The text was not used (the provider speaks ${MIN_PREVIEW_TEXT} to 1,000 characters): it wrote the preview's own.` : ''}`;
+    return previews.slice(0, req.count).map((p, i) => {
+      let pcm = new PcmReader().read(Buffer.from(p.audio_base_64!, 'base64'));
+      let sampleRateHz = rate;
+      if (req.sampleRateHz && req.sampleRateHz !== rate) {
+        pcm = resampleLinear(pcm, rate, req.sampleRateHz);
+        sampleRateHz = req.sampleRateHz;
+      }
+      return {
+        voiceId: p.generated_voice_id!,
+        pcm,
+        sampleRateHz,
+        text: doc.text ?? (ownText ? req.text : ''),
+        language: p.language ?? req.language,
+        // What the caller reads: the provider's kind, never its address.
+        summary: `ElevenLabs voice design (${ELEVENLABS_DESIGN_MODEL}), preview ${i + 1} of ${previews.length}: the description is the provider's prompt, applied as the provider understands it.${notApplied} Saving it keeps it in the provider's voice library.`,
+      };
+    });
+  }
+
+  /** Keeps a preview in the account's voice library; answers its voice id. */
+  async save(req: { voiceId: string; name: string; description: string }, scope: CallScope): Promise<string> {
+    let description = req.description.trim() || `A voice designed through Parley: ${req.name}`;
+    if (description.length < MIN_KEPT_DESCRIPTION) description = `A voice designed through Parley: ${description}`;
+    let res: ProviderResponse;
+    try {
+      res = await providerRequest(this.provider, `${this.provider.settings.baseUrl}/v1/text-to-voice`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ voice_name: req.name || 'Parley voice', voice_description: description.slice(0, 1000), generated_voice_id: req.voiceId }) }, scope, false);
+    } catch (err) {
+      // A preview the provider no longer has (or never had) is the contract's unknown voice.
+      if (err instanceof StatusError && /not found|HTTP 404/i.test(err.details)) throw new StatusError(grpc.status.NOT_FOUND, 'Reference not found');
+      throw voiceRefused(err, true);
+    }
+    const doc = (await readJson(res)) as { voice_id?: unknown };
+    if (typeof doc.voice_id !== 'string' || !doc.voice_id) throw new StatusError(grpc.status.UNAVAILABLE, `${this.provider.what} kept the voice without answering its voice_id`);
+    return doc.voice_id;
   }
 }
 

@@ -31,8 +31,9 @@ export const MAX_DYNAMIC_VARIABLES = 50;
 export const MAX_VARIABLE_CHARS = 1_000;
 const RATE_WINDOW_MS = 60_000;
 export const SESSION_STATUSES = ['pending', 'active', 'completed', 'failed', 'unknown'] as const;
-/** Overrides a keyless (public) request may use, besides the agent's own list. */
-const PUBLIC_OVERRIDES = new Set(['language', 'voice_id']);
+/** Overrides a keyless (public) session may carry, when the agent's own list has them too. */
+export const PUBLIC_OVERRIDE_FIELDS: readonly string[] = ['language', 'voice_id'];
+const PUBLIC_OVERRIDES = new Set(PUBLIC_OVERRIDE_FIELDS);
 
 /** Shared-state key of a session token (docs/sessions-contract.md). */
 export const sessionTokenKey = (token: string) => `session-token:${token}`;
@@ -348,6 +349,19 @@ export interface CreateRequest {
 }
 
 /**
+ * The keyless gate of a public agent, shared by keyless session creation and the widget's
+ * display config (`GET /v1/agent/agents/{agent_id}/widget`): the public switch, then the
+ * request's `Origin` against the agent's allow-list. Throws the 403 each step names.
+ */
+export function publicGate(agent: { public_enabled: boolean; allowed_origins: string[] }, originHeader: string | undefined): void {
+  if (!agent.public_enabled) throw new ServiceError('forbidden', 'Agent is not public');
+  if (originHeader === undefined || originHeader === '') throw new ServiceError('forbidden', 'Origin header is required for public agents');
+  const origin = normalizeOrigin(originHeader);
+  const allowed = new Set(agent.allowed_origins.map((o) => normalizeOrigin(o)).filter((o): o is string => o !== null));
+  if (origin === null || !allowed.has(origin)) throw new ServiceError('forbidden', 'Origin not allowed');
+}
+
+/**
  * Session creation, control and the conversation record. Every check happens before anything
  * is written; the charge and the insert are one SQL statement.
  */
@@ -375,11 +389,7 @@ export class SessionService {
     if (!agent) throw notFound('Agent');
 
     if (isPublic) {
-      if (!agent.public_enabled) throw new ServiceError('forbidden', 'Agent is not public');
-      if (req.origin === undefined || req.origin === '') throw new ServiceError('forbidden', 'Origin header is required for public agents');
-      const origin = normalizeOrigin(req.origin);
-      const allowed = new Set(agent.allowed_origins.map((o) => normalizeOrigin(o)).filter((o): o is string => o !== null));
-      if (origin === null || !allowed.has(origin)) throw new ServiceError('forbidden', 'Origin not allowed');
+      publicGate(agent, req.origin);
       await this.rateLimit(agent.id, req.ip);
       if (body.name !== undefined) throw new ServiceError('bad_request', 'Session name requires an API key');
     }

@@ -17,7 +17,9 @@ import * as grpc from '@grpc/grpc-js';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   CapabilitiesRequestSchema,
+  DesignVoiceRequestSchema,
   HealthRequestSchema,
+  SaveVoiceRequestSchema,
   ServingStatus,
   SynthesizeRequestSchema,
   SynthesizeStreamRequestSchema,
@@ -26,8 +28,10 @@ import {
   GenerateRequestSchema,
   type AudioChunk,
   type CapabilitiesResponse,
+  type DesignVoiceResponse,
   type GenerateResponse,
   type HealthResponse,
+  type SaveVoiceResponse,
   type SynthesizeStreamResponse,
   type TranscribeResponse,
   type TranscribeStreamResponse,
@@ -60,6 +64,8 @@ export interface BackendOptions {
   /** Default deadlines: unary calls (Capabilities, Health) 5 s; Transcribe 120 s; streams none. */
   unaryTimeoutMs?: number;
   transcribeTimeoutMs?: number;
+  /** Default deadline of DesignVoice and SaveVoice (default 60 s: a provider designs in seconds). */
+  designTimeoutMs?: number;
   /** Keepalive ping interval (default 30 s) and timeout (default 10 s). */
   keepaliveMs?: number;
   keepaliveTimeoutMs?: number;
@@ -76,6 +82,8 @@ export interface BackendOptions {
 export type SynthesizeInput = MessageInitShape<typeof SynthesizeRequestSchema>;
 export type GenerateInput = MessageInitShape<typeof GenerateRequestSchema>;
 export type TranscribeConfigInput = MessageInitShape<typeof TranscribeRequestSchema>['config'] & {};
+export type DesignVoiceInput = MessageInitShape<typeof DesignVoiceRequestSchema>;
+export type SaveVoiceInput = MessageInitShape<typeof SaveVoiceRequestSchema>;
 
 /** A live synthesis call (SynthesizeStream). Iterate it for chunks and flush events. */
 export interface SynthesisSession extends AsyncIterable<SynthesizeStreamResponse> {
@@ -191,6 +199,7 @@ export class Backend {
       connectTimeoutMs: 1500,
       unaryTimeoutMs: 5000,
       transcribeTimeoutMs: 120_000,
+      designTimeoutMs: 60_000,
       keepaliveMs: 30_000,
       keepaliveTimeoutMs: 10_000,
       initialBackoffMs: 100,
@@ -514,6 +523,35 @@ export class Backend {
         })().catch((err) => { t!.abandon(); reject(err); });
       }
     });
+  }
+
+  /** A unary call that takes a slot like any model call (DesignVoice, SaveVoice). */
+  private async modelCall<R>(method: 'designVoice' | 'saveVoice', req: unknown, o: CallOptions): Promise<R> {
+    const { conn, release } = await this.begin(o);
+    return new Promise<R>((resolve, reject) => {
+      const onAbort = () => reject(abortReason(o.signal!));
+      const cb = (err: grpc.ServiceError | null, res?: unknown) => {
+        o.signal?.removeEventListener('abort', onAbort);
+        if (err) reject(this.mapError(err, o.signal));
+        else resolve(res as R);
+      };
+      const options = this.callOptions(o, this.o.designTimeoutMs);
+      const call = method === 'designVoice'
+        ? conn.client.designVoice(req as never, this.metadata(o), options, cb)
+        : conn.client.saveVoice(req as never, this.metadata(o), options, cb);
+      this.track(conn, call as unknown as AnyCall, release, o.signal);
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Candidate voices for a description (DesignVoice). */
+  designVoice(req: DesignVoiceInput, o: CallOptions = {}): Promise<DesignVoiceResponse> {
+    return this.modelCall('designVoice', create(DesignVoiceRequestSchema, req), o);
+  }
+
+  /** The lasting id of a designed voice (SaveVoice). */
+  saveVoice(req: SaveVoiceInput, o: CallOptions = {}): Promise<SaveVoiceResponse> {
+    return this.modelCall('saveVoice', create(SaveVoiceRequestSchema, req), o);
   }
 
   private unary<R>(method: 'capabilities' | 'health', o: CallOptions): Promise<R> {

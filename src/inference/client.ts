@@ -3,13 +3,15 @@
  * (INFERENCE_BACKENDS over the embedded default), translates the model id to the
  * backend's own model name, and runs periodic health checks.
  */
-import type { AudioChunk, CapabilitiesResponse, GenerateResponse, TranscribeResponse } from '../gen/inference/v1/inference_pb.ts';
+import type { AudioChunk, CapabilitiesResponse, DesignVoiceResponse, GenerateResponse, SaveVoiceResponse, TranscribeResponse } from '../gen/inference/v1/inference_pb.ts';
 import {
   Backend,
   type BackendHealth,
   type BackendOptions,
   type CallOptions,
+  type DesignVoiceInput,
   type GenerateInput,
+  type SaveVoiceInput,
   type SynthesisSession,
   type SynthesizeInput,
   type TranscribeConfigInput,
@@ -45,6 +47,10 @@ export interface InferenceClient {
   transcribeStream(config: TranscribeConfigInput, opts?: CallOptions): Promise<TranscriptionSession>;
   /** Chat generation events; `req.model` is a chat model id (default llm-medium). */
   generate(req: GenerateInput, opts?: CallOptions): AsyncIterable<GenerateResponse>;
+  /** Candidate voices for a description; `req.model` is a voice-design model id (default voice-design-1). */
+  designVoice(req: DesignVoiceInput, opts?: CallOptions): Promise<DesignVoiceResponse>;
+  /** The lasting id of a designed voice, on the backend that designed it (`req.model`: the same id). */
+  saveVoice(req: SaveVoiceInput, opts?: CallOptions): Promise<SaveVoiceResponse>;
   /** Capabilities of the backend serving `model` (default s2.1-pro). */
   capabilities(model?: string, opts?: CallOptions): Promise<CapabilitiesResponse>;
   /** Health of every backend (checked now). */
@@ -112,6 +118,14 @@ export function createInferenceClient(config: InferenceConfig = {}): InferenceCl
     generate(req, opts) {
       const { backend, model } = backendFor('chat', req.model);
       return backend.generate({ ...req, model }, opts);
+    },
+    designVoice(req, opts) {
+      const { backend, model } = backendFor('design', req.model);
+      return backend.designVoice({ ...req, model }, opts);
+    },
+    saveVoice(req, opts) {
+      const { backend, model } = backendFor('design', req.model);
+      return backend.saveVoice({ ...req, model }, opts);
     },
     capabilities(model, opts) {
       return backendFor('speech', model).backend.capabilities(opts);

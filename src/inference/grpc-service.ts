@@ -104,6 +104,10 @@ export interface InferenceServiceHandlers extends grpc.UntypedServiceImplementat
   generate: grpc.handleServerStreamingCall<In<'generate'>, Out<'generate'>>;
   capabilities: grpc.handleUnaryCall<In<'capabilities'>, Out<'capabilities'>>;
   health: grpc.handleUnaryCall<In<'health'>, Out<'health'>>;
+  // Optional in the contract: a server given no handler for them answers UNIMPLEMENTED (grpc-js
+  // does so for a method missing from the implementation object).
+  designVoice: grpc.handleUnaryCall<In<'designVoice'>, Out<'designVoice'>>;
+  saveVoice: grpc.handleUnaryCall<In<'saveVoice'>, Out<'saveVoice'>>;
 }
 
 /** A raw grpc-js client of the service (one channel). The platform's client wraps it. */
@@ -115,6 +119,8 @@ export interface InferenceGrpcClient extends grpc.Client {
   generate(req: In<'generate'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'generate'>>;
   capabilities(req: In<'capabilities'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'capabilities'>>): grpc.ClientUnaryCall;
   health(req: In<'health'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'health'>>): grpc.ClientUnaryCall;
+  designVoice(req: In<'designVoice'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'designVoice'>>): grpc.ClientUnaryCall;
+  saveVoice(req: In<'saveVoice'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'saveVoice'>>): grpc.ClientUnaryCall;
 }
 
 const ClientConstructor = grpc.makeGenericClientConstructor(inferenceServiceDefinition, 'InferenceService');

@@ -17,14 +17,16 @@ export interface Route {
   model: string;
 }
 
-export type ModelKind = 'speech' | 'transcription' | 'chat';
+export type ModelKind = 'speech' | 'transcription' | 'chat' | 'design';
 
 /** The spec's speech model ids; an unknown or missing model means the first. */
 export const SPEECH_MODEL_IDS = ['s2.1-pro', 's2.1-pro-free', 's2-pro', 's1'] as const;
 export const TRANSCRIPTION_MODEL_IDS = ['transcribe-1'] as const;
 /** Chat model ids: the agent LLM tiers and the scripted model itself. */
 export const CHAT_MODEL_IDS = ['llm-instant', 'llm-medium', 'llm-high', 'scripted'] as const;
-export const DEFAULT_MODEL: Record<ModelKind, string> = { speech: 's2.1-pro', transcription: 'transcribe-1', chat: 'llm-medium' };
+/** Voice design (`POST /v1/voice-design`, DesignVoice and SaveVoice). */
+export const VOICE_DESIGN_MODEL_IDS = ['voice-design-1'] as const;
+export const DEFAULT_MODEL: Record<ModelKind, string> = { speech: 's2.1-pro', transcription: 'transcribe-1', chat: 'llm-medium', design: 'voice-design-1' };
 
 /**
  * The embedded default: every id on the native backend under its own name (the native backend
@@ -32,7 +34,7 @@ export const DEFAULT_MODEL: Record<ModelKind, string> = { speech: 's2.1-pro', tr
  */
 export function defaultRoutes(nativeAddress: string): Record<string, Route> {
   const routes: Record<string, Route> = {};
-  for (const id of [...SPEECH_MODEL_IDS, ...TRANSCRIPTION_MODEL_IDS, ...CHAT_MODEL_IDS]) routes[id] = { address: nativeAddress, model: id };
+  for (const id of [...SPEECH_MODEL_IDS, ...TRANSCRIPTION_MODEL_IDS, ...CHAT_MODEL_IDS, ...VOICE_DESIGN_MODEL_IDS]) routes[id] = { address: nativeAddress, model: id };
   return routes;
 }
 
@@ -85,7 +87,7 @@ export function parseInferenceBackends(value: string | undefined, nativeAddress:
 
 /** The platform model id a request means: unknown or missing ids become the kind's default. */
 export function resolveModelId(routes: Record<string, Route>, kind: ModelKind, model: string | undefined): string {
-  const byKind: Record<ModelKind, readonly string[]> = { speech: SPEECH_MODEL_IDS, transcription: TRANSCRIPTION_MODEL_IDS, chat: CHAT_MODEL_IDS };
+  const byKind: Record<ModelKind, readonly string[]> = { speech: SPEECH_MODEL_IDS, transcription: TRANSCRIPTION_MODEL_IDS, chat: CHAT_MODEL_IDS, design: VOICE_DESIGN_MODEL_IDS };
   if (!model) return DEFAULT_MODEL[kind];
   if (byKind[kind].includes(model)) return model;
   // An extra id configured in INFERENCE_BACKENDS, as long as it is not another kind's id.

@@ -6,7 +6,7 @@
  *
  * Prices are per model, in micro-units of the billing currency (docs/decisions.md):
  * synthesis 15 per character ($15 per million characters; `s2.1-pro-free` is free),
- * transcription 100 per second ($0.36 per hour).
+ * transcription 100 per second ($0.36 per hour), voice design 10,000 per successful call ($0.01).
  */
 import { ServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -18,8 +18,9 @@ export type { UsageKind } from '../store/usage.ts';
 const PRICE_MICROS: Record<UsageKind, Record<string, number>> = {
   tts_characters: { 's2.1-pro': 15, 's2.1-pro-free': 0, 's2-pro': 15, s1: 15 },
   asr_seconds: { 'transcribe-1': 100 },
+  voice_designs: { 'voice-design-1': 10_000 },
 };
-const DEFAULT_PRICE: Record<UsageKind, number> = { tts_characters: 15, asr_seconds: 100 };
+const DEFAULT_PRICE: Record<UsageKind, number> = { tts_characters: 15, asr_seconds: 100, voice_designs: 10_000 };
 
 /** What `amount` of `kind` on `model` costs, in micro-units (rounded up). */
 export function costMicros(kind: UsageKind, model: string, amount: number): bigint {

@@ -23,7 +23,7 @@ import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
 import {
   deleteVoiceModel, getReadableVoiceModel, insertVoiceModel, listVoiceModels, readableVoiceCover, readableVoiceSample,
-  updateVoiceModel, usableVoiceSamples, type NewVoiceSample, type VoiceModelRow, type VoicePatch,
+  updateVoiceModel, usableVoice, type NewVoiceSample, type VoiceModelRow, type VoicePatch,
 } from '../store/voices.ts';
 
 /** Stored sample format. */
@@ -42,17 +42,20 @@ const referenceNotFound = () => new ServiceError('bad_request', 'Reference not f
 const modelNotFound = () => new ServiceError('not_found', 'Model not found');
 
 /**
- * The stored samples of a voice model for synthesis. Usable: the team's own voices and other
- * teams' `public` and `unlist` voices, in state `trained`. Anything else (unknown, deleted,
- * another team's private voice, untrained) → `400 Reference not found`.
+ * A voice model as synthesis uses it. Usable: the team's own voices and other teams' `public`
+ * and `unlist` voices, in state `trained`. Anything else (unknown, deleted, another team's
+ * private voice, untrained) → `400 Reference not found`.
  *
- * Each `references[].audio` is a complete RIFF/WAVE file (mono, 16-bit, 24 kHz): pass it to
- * the backend with `AUDIO_ENCODING_WAV`.
+ * A cloned voice gives its samples: each `references[].audio` is a complete RIFF/WAVE file
+ * (mono, 16-bit, 24 kHz): pass it to the backend with `AUDIO_ENCODING_WAV`. A voice saved from
+ * a voice design candidate gives no references and, as `referenceId`, the backend's own voice
+ * id for the design (sent as `reference_id`).
  */
 export async function resolveVoice(sql: Sql, teamId: string, referenceId: string): Promise<{ referenceId: string; references: { audio: Uint8Array; text: string }[] }> {
-  const samples = await usableVoiceSamples(sql, teamId, referenceId);
-  if (!samples) throw referenceNotFound();
-  return { referenceId, references: samples.map((s) => ({ audio: wavFile(s.pcm, s.sample_rate_hz), text: s.text })) };
+  const voice = await usableVoice(sql, teamId, referenceId);
+  if (!voice) throw referenceNotFound();
+  if (voice.backendVoiceId) return { referenceId: voice.backendVoiceId, references: [] };
+  return { referenceId, references: voice.samples.map((s) => ({ audio: wavFile(s.pcm, s.sample_rate_hz), text: s.text })) };
 }
 
 function wavFile(pcm: Uint8Array, sampleRateHz: number): Uint8Array {
@@ -151,6 +154,7 @@ export const modelCreateSchema = z.object({
   tags: tags.default([]),
   enhance_audio_quality: boolish.optional(),
   generate_sample: boolish.optional(),
+  voice_design_id: z.string().min(1).max(4096).optional().meta({ description: 'A POST /v1/voice-design candidate id: the voice speaks with that design (the samples are its preview)' }),
 });
 export type ModelCreate = z.output<typeof modelCreateSchema>;
 
@@ -316,7 +320,7 @@ export function toModelEntity(r: VoiceModelRow): ModelEntity {
     visibility: r.visibility,
     lock_visibility: false,
     dmca_taken_down: false,
-    source: null,
+    source: r.backend_voice_id ? 'voice_design' : null,
     pvc_release_state: null,
     pvc_notice_period_months: null,
     pvc_released_at: null,
@@ -339,11 +343,15 @@ export function toModelEntity(r: VoiceModelRow): ModelEntity {
 // ---------------------------------------------------------------------------------------
 // Service
 
+/** Keeps a voice design candidate on its backend; answers the backend's lasting voice id (src/voice-design). */
+export type KeepDesign = (teamId: string, candidateId: string, name: string, description: string, o: { signal?: AbortSignal; requestId?: string }) => Promise<string>;
+
 export class VoiceService {
   constructor(
     private readonly sql: Sql,
     private readonly inference: InferenceClient,
     private readonly log: Logger,
+    private readonly keepDesign?: KeepDesign,
   ) {}
 
   async create(teamId: string, req: ModelCreate, o: { signal?: AbortSignal; requestId?: string } = {}): Promise<ModelEntity> {
@@ -366,7 +374,13 @@ export class VoiceService {
       const text = req.texts ? req.texts[i]! : await this.transcribe(teamId, pcm, o);
       samples.push({ title: `voice_${i}`, text, sampleRateHz: SAMPLE_RATE_HZ, durationMs: decoded.durationMs, pcm: new Uint8Array(int16ToPcmBytes(pcm)) });
     }
-    const row = await insertVoiceModel(this.sql, { id: newId('voice'), teamId, title: req.title, description: req.description, visibility: req.visibility, tags: req.tags, cover }, samples);
+    // Last, once every sample is judged: keeping a design may create it in a provider's library.
+    let backendVoiceId: string | undefined;
+    if (req.voice_design_id !== undefined) {
+      if (!this.keepDesign) throw new ServiceError('bad_request', 'Voice design is not available here');
+      backendVoiceId = await this.keepDesign(teamId, req.voice_design_id, req.title, req.description, o);
+    }
+    const row = await insertVoiceModel(this.sql, { id: newId('voice'), teamId, title: req.title, description: req.description, visibility: req.visibility, tags: req.tags, cover, backendVoiceId }, samples);
     return toModelEntity(row);
   }
 

@@ -7,7 +7,7 @@ import { paginate, type Page, type PageRequest } from './paginate.ts';
  * their end), call transfers (minutes), and the phone-number rental entries of the ledger
  * (days; a refunded day counts back).
  */
-export type UsageKindRow = 'tts_characters' | 'asr_seconds' | 'session_minutes' | 'transfer_minutes' | 'phone_number_days';
+export type UsageKindRow = 'tts_characters' | 'asr_seconds' | 'voice_designs' | 'session_minutes' | 'transfer_minutes' | 'phone_number_days';
 
 export interface UsageDayRow {
   date: string;

@@ -1,6 +1,6 @@
 import type { Sql } from './db.ts';
 
-export type UsageKind = 'tts_characters' | 'asr_seconds';
+export type UsageKind = 'tts_characters' | 'asr_seconds' | 'voice_designs';
 
 export interface UsageRow {
   id: string;

@@ -22,6 +22,8 @@ export interface VoiceModelRow {
   tags: string[];
   languages: string[];
   has_cover: boolean;
+  /** The backend's voice id of a voice saved from a voice design candidate; null for cloned voices. */
+  backend_voice_id: string | null;
   created_at: Date;
   updated_at: Date;
   samples: VoiceSampleMeta[];
@@ -38,7 +40,7 @@ export interface NewVoiceSample {
 
 const cols = (sql: Sql) => sql`
   m.id, m.team_id, t.name as team_name, m.type, m.title, m.description, m.visibility, m.train_mode, m.state,
-  m.tags, m.languages, (m.cover_image is not null) as has_cover, m.created_at, m.updated_at,
+  m.tags, m.languages, (m.cover_image is not null) as has_cover, m.backend_voice_id, m.created_at, m.updated_at,
   coalesce((select json_agg(json_build_object('ordinal', s.ordinal, 'title', s.title, 'text', s.text, 'duration_ms', s.duration_ms) order by s.ordinal)
     from voice_samples s where s.model_id = m.id), '[]'::json) as samples`;
 
@@ -48,15 +50,15 @@ const readable = (sql: Sql, teamId: string) => sql`(m.team_id = ${teamId} or m.v
 /** Creates the voice and its samples in one transaction. */
 export async function insertVoiceModel(
   sql: Sql,
-  m: { id: string; teamId: string; title: string; description: string; visibility: Visibility; tags: string[]; cover?: { bytes: Uint8Array; type: string } },
+  m: { id: string; teamId: string; title: string; description: string; visibility: Visibility; tags: string[]; cover?: { bytes: Uint8Array; type: string }; backendVoiceId?: string },
   samples: NewVoiceSample[],
 ): Promise<VoiceModelRow> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
     await t`
-      insert into voice_models (id, team_id, type, title, description, visibility, train_mode, state, tags, cover_image, cover_type)
+      insert into voice_models (id, team_id, type, title, description, visibility, train_mode, state, tags, cover_image, cover_type, backend_voice_id)
       values (${m.id}, ${m.teamId}, 'tts', ${m.title}, ${m.description}, ${m.visibility}, 'fast', 'trained', ${t.json(m.tags)},
-        ${m.cover ? Buffer.from(m.cover.bytes) : null}, ${m.cover?.type ?? null})`;
+        ${m.cover ? Buffer.from(m.cover.bytes) : null}, ${m.cover?.type ?? null}, ${m.backendVoiceId ?? null})`;
     for (const [i, s] of samples.entries()) {
       await t`
         insert into voice_samples (model_id, ordinal, title, text, sample_rate_hz, duration_ms, pcm)
@@ -146,13 +148,16 @@ export interface StoredSample {
 }
 
 /**
- * The samples of a voice the team may synthesize with: its own, or another team's public
- * or unlisted one, in state `trained`. Undefined otherwise.
+ * What synthesis needs of a voice the team may use (its own, or another team's public or
+ * unlisted one, in state `trained`): the backend's voice id of a designed voice, else the
+ * samples. Undefined otherwise.
  */
-export async function usableVoiceSamples(sql: Sql, teamId: string, id: string): Promise<StoredSample[] | undefined> {
-  const [m] = await sql`select m.id from voice_models m where m.id = ${id} and m.state = 'trained' and ${readable(sql, teamId)}`;
+export async function usableVoice(sql: Sql, teamId: string, id: string): Promise<{ backendVoiceId: string | null; samples: StoredSample[] } | undefined> {
+  const [m] = await sql<{ backend_voice_id: string | null }[]>`select m.backend_voice_id from voice_models m where m.id = ${id} and m.state = 'trained' and ${readable(sql, teamId)}`;
   if (!m) return undefined;
-  return sql<StoredSample[]>`select ordinal, title, text, sample_rate_hz, pcm from voice_samples where model_id = ${id} order by ordinal`;
+  if (m.backend_voice_id) return { backendVoiceId: m.backend_voice_id, samples: [] };
+  const samples = await sql<StoredSample[]>`select ordinal, title, text, sample_rate_hz, pcm from voice_samples where model_id = ${id} order by ordinal`;
+  return { backendVoiceId: null, samples };
 }
 
 /** One sample's PCM, when the team may read the voice. */

@@ -12,10 +12,10 @@ import type { PageRequest } from '../store/paginate.ts';
 import { paidMicros } from '../store/spend.ts';
 import { getTeam } from '../store/teams.ts';
 
-export const USAGE_KINDS = ['tts_characters', 'asr_seconds', 'session_minutes', 'transfer_minutes', 'phone_number_days'] as const satisfies readonly UsageKindRow[];
+export const USAGE_KINDS = ['tts_characters', 'asr_seconds', 'voice_designs', 'session_minutes', 'transfer_minutes', 'phone_number_days'] as const satisfies readonly UsageKindRow[];
 /** The unit of each kind's `amount`. */
 export const USAGE_UNITS: Record<UsageKindRow, string> = {
-  tts_characters: 'characters', asr_seconds: 'seconds', session_minutes: 'minutes', transfer_minutes: 'minutes', phone_number_days: 'days',
+  tts_characters: 'characters', asr_seconds: 'seconds', voice_designs: 'calls', session_minutes: 'minutes', transfer_minutes: 'minutes', phone_number_days: 'days',
 };
 /** Why credit moved (`reason` of a ledger entry). */
 export const LEDGER_REASONS = [

@@ -3,7 +3,8 @@
  * - `/` and every page path a browser asks for (`Accept: text/html`, no API route): the
  *   console's `index.html`, never cached, with a strict Content-Security-Policy;
  * - `/assets/{file}`: the console's content-hashed files, cached for a year (`immutable`);
- * - `/sdk/{file}`: the client SDK's browser bundle at a stable address, revalidated by ETag.
+ * - `/sdk/{file}`: the client SDK's browser bundle at a stable address, revalidated by ETag;
+ * - `/widget.js`: the embeddable `<parley-agent>` element (docs/widget.md), revalidated by ETag.
  * Files are sent compressed (brotli or gzip) when the client accepts it.
  */
 import { join } from 'node:path';
@@ -62,6 +63,7 @@ export function mountWeb(http: HttpApp, opts: WebOptions = {}): void {
   const dist = opts.distDir ?? DIST_DIR;
   const sdk = loadAssets(join(dist, 'sdk'));
   const site = loadAssets(join(dist, 'console'));
+  const embed = loadAssets(join(dist, 'embed'));
   const page = site.get('index.html');
   const pageHeaders = { 'Content-Security-Policy': CONSOLE_CSP, 'Referrer-Policy': 'no-referrer' };
   const sendPage = (reply: Reply, headers: Record<string, string>) => {
@@ -78,5 +80,6 @@ export function mountWeb(http: HttpApp, opts: WebOptions = {}): void {
     method: 'GET', path: '/sdk/{file}', auth: 'none',
     handler: (ctx) => sendAsset(ctx.reply, ctx.headers, sdk.get(ctx.params.file!), REVALIDATE),
   });
+  http.route({ method: 'GET', path: '/widget.js', auth: 'none', handler: (ctx) => sendAsset(ctx.reply, ctx.headers, embed.get('widget.js'), REVALIDATE) });
   http.pageFallback = sendPage;
 }

@@ -70,7 +70,7 @@ if (installed.code !== 0 && !installSkip) throw new Error(`npm install of the pa
 
 t.test('the tarball holds the built SDK, its types and worklet, and no tests or local data', async (t) => {
   const files = new Set(pack!.files.map((f) => f.path));
-  for (const f of ['package.json', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/client/types.d.ts', 'dist/client/parley-audio-worklet.js', 'dist/sdk/parley-client.js', 'dist/sdk/parley-audio-worklet.js', 'src/cli.ts', 'bin/parley.js']) {
+  for (const f of ['package.json', 'dist/widget/index.js', 'dist/widget/types/widget/index.d.ts', 'dist/embed/widget.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/client/types.d.ts', 'dist/client/parley-audio-worklet.js', 'dist/sdk/parley-client.js', 'dist/sdk/parley-audio-worklet.js', 'src/cli.ts', 'bin/parley.js']) {
     t.ok(files.has(f), f);
   }
   t.notOk([...files].some((f) => /^(test|bench|data|node_modules|\.ci)\//.test(f) || f === '.env'), 'no tests, benches, data folder or secrets');
@@ -178,5 +178,29 @@ document.querySelector('button').onclick = () => startPublic({ baseUrl: 'https:/
     t.notOk(outputs.some((o) => o.imports.some((i) => i.external)), 'nothing is left for a Node runtime to provide');
     const worklet = createRequire(join(app, 'package.json')).resolve('parley/client/audio-worklet.js');
     t.ok(existsSync(worklet), 'the audio worklet is exported for the app to serve (parley/client/audio-worklet.js)');
+  });
+
+  t.test('parley/widget: a bundler builds the <parley-agent> element, TypeScript finds its types', async (t) => {
+    writeFileSync(join(app, 'widget-page.ts'), `
+import { ParleyAgentElement, type WidgetEventMap } from 'parley/widget';
+const el = document.querySelector('parley-agent');
+if (!(el instanceof ParleyAgentElement)) throw new Error('importing parley/widget registers <parley-agent>');
+el.sessionTokenProvider = async () => (await fetch('/my-session')).json();
+el.clientTools = { showProduct: (params) => ({ shown: params.sku }) };
+el.addEventListener('parley:message', (e) => {
+  const d = (e as CustomEvent<WidgetEventMap['parley:message']>).detail;
+  console.log(d.role, d.text.toUpperCase());
+});
+`);
+    const r = await esbuild.build({ absWorkingDir: app, entryPoints: ['widget-page.ts'], bundle: true, platform: 'browser', format: 'esm', outdir: join(tmp, 'widget-bundle'), metafile: true, write: true, logLevel: 'silent' });
+    t.same(r.errors, []);
+    const inputs = Object.keys(Object.values(r.metafile.outputs)[0]!.inputs);
+    t.ok(inputs.includes('node_modules/parley/dist/widget/index.js'), 'the bundle holds the element');
+    t.notOk(inputs.some((i) => i.includes('livekit-client')), 'and no livekit-client (a livekit session loads the platform\'s SDK)');
+    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+    for (const resolution of [['--module', 'nodenext', '--moduleResolution', 'nodenext'], ['--module', 'esnext', '--moduleResolution', 'bundler']]) {
+      const ok = await run(process.execPath, [tsc, '--ignoreConfig', '--noEmit', '--strict', '--types', '', '--lib', 'es2022,dom', ...resolution, 'widget-page.ts'], app, 60_000);
+      t.equal(ok.code, 0, `widget-page.ts compiles with ${resolution[3]}: ${ok.stdout}${ok.stderr}`);
+    }
   });
 });

@@ -18,11 +18,16 @@ import {
   TranscribeStreamRequestSchema,
   GenerateRequestSchema,
   CapabilitiesRequestSchema,
+  DesignVoiceRequestSchema,
   HealthRequestSchema,
+  ModelKind,
+  SaveVoiceRequestSchema,
   Role,
   FinishReason,
   type AudioChunk,
   type CapabilitiesResponse,
+  type DesignVoiceResponse,
+  type SaveVoiceResponse,
   type Segment,
   type SynthesizeStreamResponse,
   type TranscribeStreamResponse,
@@ -479,6 +484,87 @@ export const checks: Check[] = [
     },
   },
 ];
+
+/**
+ * The voice-design model to check (the default one, else the first listed) and the speech
+ * model its voices are for: the speech model of the same name when there is one (an engine's
+ * name, e.g. `espeak`), else the default speech model.
+ */
+function designModels(caps: CapabilitiesResponse): { design: string; speech: string } | null {
+  const designers = caps.models.filter((m) => m.kind === ModelKind.VOICE_DESIGN);
+  const d = designers.find((m) => m.isDefault) ?? designers[0];
+  if (!d) return null;
+  const speech = caps.models.find((m) => m.kind === ModelKind.SPEECH && m.name === d.name);
+  return { design: d.name, speech: speech?.name ?? '' };
+}
+
+function design(ctx: Ctx, req: MessageInitShape<typeof DesignVoiceRequestSchema>): Promise<DesignVoiceResponse> {
+  return unary<DesignVoiceResponse>((cb) => ctx.client.designVoice(create(DesignVoiceRequestSchema, req), md(), {}, cb));
+}
+
+function saveVoice(ctx: Ctx, req: MessageInitShape<typeof SaveVoiceRequestSchema>): Promise<SaveVoiceResponse> {
+  return unary<SaveVoiceResponse>((cb) => ctx.client.saveVoice(create(SaveVoiceRequestSchema, req), md(), {}, cb));
+}
+
+async function codeOf(p: Promise<unknown>): Promise<grpc.ServiceError | null> {
+  try {
+    await p;
+    return null;
+  } catch (err) {
+    return err as grpc.ServiceError;
+  }
+}
+
+checks.push(
+  {
+    name: 'DesignVoice: distinct candidates with previews, whose voices the speech model speaks with (after SaveVoice too); or UNIMPLEMENTED (not offered here, or by the provider behind it)',
+    async run(ctx) {
+      const models = designModels(ctx.caps);
+      if (!ctx.caps.rpcs.includes('DesignVoice') || !models) {
+        expectCode(await codeOf(design(ctx, { description: 'a calm voice' })), grpc.status.UNIMPLEMENTED, 'DesignVoice on a backend that does not list it');
+        return;
+      }
+      // Listed, and still not offered: a designer that relies on a provider which turns out not
+      // to have voice design answers UNIMPLEMENTED (it cannot know before asking).
+      const first = await codeOf(design(ctx, { description: 'a calm voice', count: 1, model: models.design }));
+      if (first?.code === grpc.status.UNIMPLEMENTED) return;
+      expect(!first, `DesignVoice failed: ${first && grpc.status[first.code]}: ${first?.details}`);
+      const res = await design(ctx, { description: 'a calm older woman with a low voice', count: 3, language: 'en', model: models.design });
+      expect(res.voices.length >= 1 && res.voices.length <= 3, `asked 3 candidates, got ${res.voices.length}`);
+      expect(new Set(res.voices.map((v) => v.voiceId)).size === res.voices.length, 'candidates share a voice_id');
+      for (const [i, v] of res.voices.entries()) {
+        expect(v.voiceId, `candidate ${i} has no voice_id`);
+        expect(v.sampleRateHz >= 8000, `candidate ${i}: sample rate ${v.sampleRateHz}`);
+        expect(v.encoding === AudioEncoding.PCM_S16LE || v.encoding === AudioEncoding.UNSPECIFIED, `candidate ${i}: asked PCM, got encoding ${v.encoding}`);
+        expect(v.audio.length > 0 && v.audio.length % 2 === 0, `candidate ${i}: ${v.audio.length} bytes of audio`);
+        expect(Math.abs(v.durationMs - (v.audio.length / 2 / v.sampleRateHz) * 1000) < 1, `candidate ${i}: duration_ms ${v.durationMs} disagrees with its audio`);
+        expect(v.text.trim(), `candidate ${i}: no preview text`);
+        expect(v.summary.trim(), `candidate ${i}: no summary of what the description became`);
+      }
+      const voice = res.voices[0]!.voiceId;
+      const spoken = await synth({ ...ctx, opts: { ...ctx.opts, speechModel: models.speech } }, 'Hello there.', { referenceId: voice });
+      expect(!spoken.error, `Synthesize with the designed voice ${voice} on "${models.speech}" failed: ${spoken.error?.details}`);
+      checkChunks(spoken.msgs, 'Hello there.', 'Synthesize with a designed voice');
+      const kept = await saveVoice(ctx, { voiceId: voice, name: 'Contract kit voice', description: 'a calm older woman with a low voice', model: models.design });
+      expect(kept.voiceId, 'SaveVoice answered no voice_id');
+      const again = await synth({ ...ctx, opts: { ...ctx.opts, speechModel: models.speech } }, 'Hello there.', { referenceId: kept.voiceId });
+      expect(!again.error, `Synthesize with the saved voice ${kept.voiceId} failed: ${again.error?.details}`);
+    },
+  },
+  {
+    name: 'DesignVoice refuses an empty description, a count over 4 and an unknown model; SaveVoice an unknown voice',
+    async run(ctx) {
+      const models = designModels(ctx.caps);
+      if (!ctx.caps.rpcs.includes('DesignVoice') || !models) return;
+      expectCode(await codeOf(design(ctx, { description: '  ', model: models.design })), grpc.status.INVALID_ARGUMENT, 'empty description');
+      expectCode(await codeOf(design(ctx, { description: 'a calm voice', count: 5, model: models.design })), grpc.status.INVALID_ARGUMENT, 'count 5');
+      expectCode(await codeOf(design(ctx, { description: 'a calm voice', model: 'no-such-model' })), grpc.status.NOT_FOUND, 'unknown design model');
+      const unknown = await codeOf(saveVoice(ctx, { voiceId: 'no-such-voice-0000', model: models.design }));
+      expectCode(unknown, grpc.status.NOT_FOUND, 'SaveVoice of an unknown voice');
+      expect(unknown!.details === 'Reference not found', `unknown voice message is "${unknown!.details}"`);
+    },
+  },
+);
 
 export interface CheckResult {
   name: string;

@@ -5,7 +5,7 @@ import { useTitle } from '../app.tsx';
 import { Form, Loading, Pager, Problem, TextField, When, money, useLoad } from '../ui.tsx';
 
 const KIND_LABELS: Record<string, string> = {
-  tts_characters: 'Speech synthesis', asr_seconds: 'Transcription', session_minutes: 'Conversations', transfer_minutes: 'Call transfers', phone_number_days: 'Phone numbers',
+  tts_characters: 'Speech synthesis', asr_seconds: 'Transcription', voice_designs: 'Voice design', session_minutes: 'Conversations', transfer_minutes: 'Call transfers', phone_number_days: 'Phone numbers',
 };
 const REASON_LABELS: Record<string, string> = {
   grant: 'Credit added', usage: 'Speech', session_hold: 'Conversation hold', session_usage: 'Conversation', session_refund: 'Conversation refund',

@@ -48,7 +48,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file inference/v1/inference.proto.
  */
 export const file_inference_v1_inference: GenFile = /*@__PURE__*/
-  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiPAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCSKMAQoHTWVzc2FnZRIgCgRyb2xlGAEgASgOMhIuaW5mZXJlbmNlLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRIqCgp0b29sX2NhbGxzGAMgAygLMhYuaW5mZXJlbmNlLnYxLlRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgEIAEoCRIMCgRuYW1lGAUgASgJIkkKBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIeChZwYXJhbWV0ZXJzX2pzb25fc2NoZW1hGAMgASgJIjUKEFN0cnVjdHVyZWRPdXRwdXQSDAoEbmFtZRgBIAEoCRITCgtqc29uX3NjaGVtYRgCIAEoCSLzAQoPR2VuZXJhdGVSZXF1ZXN0Eg0KBW1vZGVsGAEgASgJEicKCG1lc3NhZ2VzGAIgAygLMhUuaW5mZXJlbmNlLnYxLk1lc3NhZ2USIQoFdG9vbHMYAyADKAsyEi5pbmZlcmVuY2UudjEuVG9vbBITCgt0b29sX2Nob2ljZRgEIAEoCRIYCgt0ZW1wZXJhdHVyZRgFIAEoAUgAiAEBEhIKCm1heF90b2tlbnMYBiABKA0SMgoKc3RydWN0dXJlZBgHIAEoCzIeLmluZmVyZW5jZS52MS5TdHJ1Y3R1cmVkT3V0cHV0Qg4KDF90ZW1wZXJhdHVyZSI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKA0SFQoNb3V0cHV0X3Rva2VucxgCIAEoDSJYCgZGaW5pc2gSKgoGcmVhc29uGAEgASgOMhouaW5mZXJlbmNlLnYxLkZpbmlzaFJlYXNvbhIiCgV1c2FnZRgCIAEoCzITLmluZmVyZW5jZS52MS5Vc2FnZSKGAQoQR2VuZXJhdGVSZXNwb25zZRIUCgp0ZXh0X2RlbHRhGAEgASgJSAASKwoJdG9vbF9jYWxsGAIgASgLMhYuaW5mZXJlbmNlLnYxLlRvb2xDYWxsSAASJgoGZmluaXNoGAMgASgLMhQuaW5mZXJlbmNlLnYxLkZpbmlzaEgAQgcKBWV2ZW50IhUKE0NhcGFiaWxpdGllc1JlcXVlc3QifAoJTW9kZWxJbmZvEgwKBG5hbWUYASABKAkSJQoEa2luZBgCIAEoDjIXLmluZmVyZW5jZS52MS5Nb2RlbEtpbmQSEQoJbGFuZ3VhZ2VzGAMgAygJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhIKCmlzX2RlZmF1bHQYBSABKAgiOAoJVm9pY2VJbmZvEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbGFuZ3VhZ2VzGAMgAygJIloKEE91dHB1dEZvcm1hdEluZm8SLQoIZW5jb2RpbmcYASABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIXCg9zYW1wbGVfcmF0ZXNfaHoYAiADKA0ibwoGTGltaXRzEhYKDm1heF90ZXh0X2NoYXJzGAEgASgNEhQKDG1heF9hdWRpb19tcxgCIAEoDRIcChRtYXhfY29uY3VycmVudF9jYWxscxgDIAEoDRIZChFtYXhfbWVzc2FnZV9ieXRlcxgEIAEoDSLIAgoUQ2FwYWJpbGl0aWVzUmVzcG9uc2USGAoQY29udHJhY3RfdmVyc2lvbhgBIAEoCRIPCgdiYWNrZW5kGAIgASgJEicKBm1vZGVscxgDIAMoCzIXLmluZmVyZW5jZS52MS5Nb2RlbEluZm8SJwoGdm9pY2VzGAQgAygLMhcuaW5mZXJlbmNlLnYxLlZvaWNlSW5mbxIRCglsYW5ndWFnZXMYBSADKAkSNgoOb3V0cHV0X2Zvcm1hdHMYBiADKAsyHi5pbmZlcmVuY2UudjEuT3V0cHV0Rm9ybWF0SW5mbxI0Cg9pbnB1dF9lbmNvZGluZ3MYByADKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIkCgZsaW1pdHMYCCABKAsyFC5pbmZlcmVuY2UudjEuTGltaXRzEgwKBHJwY3MYCSADKAkiDwoNSGVhbHRoUmVxdWVzdCI4CgxFbmdpbmVIZWFsdGgSDAoEbmFtZRgBIAEoCRIKCgJvaxgCIAEoCBIOCgZkZXRhaWwYAyABKAkigAEKDkhlYWx0aFJlc3BvbnNlEisKBnN0YXR1cxgBIAEoDjIbLmluZmVyZW5jZS52MS5TZXJ2aW5nU3RhdHVzEisKB2VuZ2luZXMYAiADKAsyGi5pbmZlcmVuY2UudjEuRW5naW5lSGVhbHRoEhQKDGFjdGl2ZV9jYWxscxgDIAEoDSqaAQoNQXVkaW9FbmNvZGluZxIeChpBVURJT19FTkNPRElOR19VTlNQRUNJRklFRBAAEhwKGEFVRElPX0VOQ09ESU5HX1BDTV9TMTZMRRABEhYKEkFVRElPX0VOQ09ESU5HX1dBVhACEhYKEkFVRElPX0VOQ09ESU5HX01QMxADEhsKF0FVRElPX0VOQ09ESU5HX09HR19PUFVTEAQqXwoLTGF0ZW5jeU1vZGUSHAoYTEFURU5DWV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVTEFURU5DWV9NT0RFX0JBTEFOQ0VEEAESFwoTTEFURU5DWV9NT0RFX05PUk1BTBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfU1lTVEVNEAESDQoJUk9MRV9VU0VSEAISEgoOUk9MRV9BU1NJU1RBTlQQAxINCglST0xFX1RPT0wQBCp9CgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxACEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAMqcQoJTW9kZWxLaW5kEhoKFk1PREVMX0tJTkRfVU5TUEVDSUZJRUQQABIVChFNT0RFTF9LSU5EX1NQRUVDSBABEhwKGE1PREVMX0tJTkRfVFJBTlNDUklQVElPThACEhMKD01PREVMX0tJTkRfQ0hBVBADKmsKDVNlcnZpbmdTdGF0dXMSHgoaU0VSVklOR19TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZTRVJWSU5HX1NUQVRVU19TRVJWSU5HEAESHgoaU0VSVklOR19TVEFUVVNfTk9UX1NFUlZJTkcQAjLnBAoQSW5mZXJlbmNlU2VydmljZRJJCgpTeW50aGVzaXplEh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0GhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmswARJlChBTeW50aGVzaXplU3RyZWFtEiUuaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVTdHJlYW1SZXF1ZXN0GiYuaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVTdHJlYW1SZXNwb25zZSgBMAESUQoKVHJhbnNjcmliZRIfLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlUmVxdWVzdBogLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlUmVzcG9uc2UoARJlChBUcmFuc2NyaWJlU3RyZWFtEiUuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0GiYuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZSgBMAESSwoIR2VuZXJhdGUSHS5pbmZlcmVuY2UudjEuR2VuZXJhdGVSZXF1ZXN0Gh4uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJVCgxDYXBhYmlsaXRpZXMSIS5pbmZlcmVuY2UudjEuQ2FwYWJpbGl0aWVzUmVxdWVzdBoiLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXNwb25zZRJDCgZIZWFsdGgSGy5pbmZlcmVuY2UudjEuSGVhbHRoUmVxdWVzdBocLmluZmVyZW5jZS52MS5IZWFsdGhSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiPAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCSKMAQoHTWVzc2FnZRIgCgRyb2xlGAEgASgOMhIuaW5mZXJlbmNlLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRIqCgp0b29sX2NhbGxzGAMgAygLMhYuaW5mZXJlbmNlLnYxLlRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgEIAEoCRIMCgRuYW1lGAUgASgJIkkKBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIeChZwYXJhbWV0ZXJzX2pzb25fc2NoZW1hGAMgASgJIjUKEFN0cnVjdHVyZWRPdXRwdXQSDAoEbmFtZRgBIAEoCRITCgtqc29uX3NjaGVtYRgCIAEoCSLzAQoPR2VuZXJhdGVSZXF1ZXN0Eg0KBW1vZGVsGAEgASgJEicKCG1lc3NhZ2VzGAIgAygLMhUuaW5mZXJlbmNlLnYxLk1lc3NhZ2USIQoFdG9vbHMYAyADKAsyEi5pbmZlcmVuY2UudjEuVG9vbBITCgt0b29sX2Nob2ljZRgEIAEoCRIYCgt0ZW1wZXJhdHVyZRgFIAEoAUgAiAEBEhIKCm1heF90b2tlbnMYBiABKA0SMgoKc3RydWN0dXJlZBgHIAEoCzIeLmluZmVyZW5jZS52MS5TdHJ1Y3R1cmVkT3V0cHV0Qg4KDF90ZW1wZXJhdHVyZSI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKA0SFQoNb3V0cHV0X3Rva2VucxgCIAEoDSJYCgZGaW5pc2gSKgoGcmVhc29uGAEgASgOMhouaW5mZXJlbmNlLnYxLkZpbmlzaFJlYXNvbhIiCgV1c2FnZRgCIAEoCzITLmluZmVyZW5jZS52MS5Vc2FnZSKGAQoQR2VuZXJhdGVSZXNwb25zZRIUCgp0ZXh0X2RlbHRhGAEgASgJSAASKwoJdG9vbF9jYWxsGAIgASgLMhYuaW5mZXJlbmNlLnYxLlRvb2xDYWxsSAASJgoGZmluaXNoGAMgASgLMhQuaW5mZXJlbmNlLnYxLkZpbmlzaEgAQgcKBWV2ZW50ItwCChJEZXNpZ25Wb2ljZVJlcXVlc3QSEwoLZGVzY3JpcHRpb24YASABKAkSDAoEdGV4dBgCIAEoCRIQCghsYW5ndWFnZRgDIAEoCRINCgVjb3VudBgEIAEoDRINCgVtb2RlbBgFIAEoCRINCgVzcGVlZBgGIAEoARIRCgRzZWVkGAcgASgDSACIAQESFgoJbnVtX3N0ZXBzGAggASgNSAGIAQESGwoOZ3VpZGFuY2Vfc2NhbGUYCSABKAFIAogBARInChppbnN0cnVjdGlvbl9ndWlkYW5jZV9zY2FsZRgKIAEoAUgDiAEBEioKBm91dHB1dBgLIAEoCzIaLmluZmVyZW5jZS52MS5PdXRwdXRGb3JtYXRCBwoFX3NlZWRCDAoKX251bV9zdGVwc0IRCg9fZ3VpZGFuY2Vfc2NhbGVCHQobX2luc3RydWN0aW9uX2d1aWRhbmNlX3NjYWxlIr0BCg1EZXNpZ25lZFZvaWNlEhAKCHZvaWNlX2lkGAEgASgJEg0KBWF1ZGlvGAIgASgMEi0KCGVuY29kaW5nGAMgASgOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSFgoOc2FtcGxlX3JhdGVfaHoYBCABKA0SEwoLZHVyYXRpb25fbXMYBSABKAESDAoEdGV4dBgGIAEoCRIQCghsYW5ndWFnZRgHIAEoCRIPCgdzdW1tYXJ5GAggASgJIkIKE0Rlc2lnblZvaWNlUmVzcG9uc2USKwoGdm9pY2VzGAEgAygLMhsuaW5mZXJlbmNlLnYxLkRlc2lnbmVkVm9pY2UiVgoQU2F2ZVZvaWNlUmVxdWVzdBIQCgh2b2ljZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEg0KBW1vZGVsGAQgASgJIiUKEVNhdmVWb2ljZVJlc3BvbnNlEhAKCHZvaWNlX2lkGAEgASgJIhUKE0NhcGFiaWxpdGllc1JlcXVlc3QifAoJTW9kZWxJbmZvEgwKBG5hbWUYASABKAkSJQoEa2luZBgCIAEoDjIXLmluZmVyZW5jZS52MS5Nb2RlbEtpbmQSEQoJbGFuZ3VhZ2VzGAMgAygJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhIKCmlzX2RlZmF1bHQYBSABKAgiOAoJVm9pY2VJbmZvEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbGFuZ3VhZ2VzGAMgAygJIloKEE91dHB1dEZvcm1hdEluZm8SLQoIZW5jb2RpbmcYASABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIXCg9zYW1wbGVfcmF0ZXNfaHoYAiADKA0ibwoGTGltaXRzEhYKDm1heF90ZXh0X2NoYXJzGAEgASgNEhQKDG1heF9hdWRpb19tcxgCIAEoDRIcChRtYXhfY29uY3VycmVudF9jYWxscxgDIAEoDRIZChFtYXhfbWVzc2FnZV9ieXRlcxgEIAEoDSLIAgoUQ2FwYWJpbGl0aWVzUmVzcG9uc2USGAoQY29udHJhY3RfdmVyc2lvbhgBIAEoCRIPCgdiYWNrZW5kGAIgASgJEicKBm1vZGVscxgDIAMoCzIXLmluZmVyZW5jZS52MS5Nb2RlbEluZm8SJwoGdm9pY2VzGAQgAygLMhcuaW5mZXJlbmNlLnYxLlZvaWNlSW5mbxIRCglsYW5ndWFnZXMYBSADKAkSNgoOb3V0cHV0X2Zvcm1hdHMYBiADKAsyHi5pbmZlcmVuY2UudjEuT3V0cHV0Rm9ybWF0SW5mbxI0Cg9pbnB1dF9lbmNvZGluZ3MYByADKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIkCgZsaW1pdHMYCCABKAsyFC5pbmZlcmVuY2UudjEuTGltaXRzEgwKBHJwY3MYCSADKAkiDwoNSGVhbHRoUmVxdWVzdCI4CgxFbmdpbmVIZWFsdGgSDAoEbmFtZRgBIAEoCRIKCgJvaxgCIAEoCBIOCgZkZXRhaWwYAyABKAkigAEKDkhlYWx0aFJlc3BvbnNlEisKBnN0YXR1cxgBIAEoDjIbLmluZmVyZW5jZS52MS5TZXJ2aW5nU3RhdHVzEisKB2VuZ2luZXMYAiADKAsyGi5pbmZlcmVuY2UudjEuRW5naW5lSGVhbHRoEhQKDGFjdGl2ZV9jYWxscxgDIAEoDSqaAQoNQXVkaW9FbmNvZGluZxIeChpBVURJT19FTkNPRElOR19VTlNQRUNJRklFRBAAEhwKGEFVRElPX0VOQ09ESU5HX1BDTV9TMTZMRRABEhYKEkFVRElPX0VOQ09ESU5HX1dBVhACEhYKEkFVRElPX0VOQ09ESU5HX01QMxADEhsKF0FVRElPX0VOQ09ESU5HX09HR19PUFVTEAQqXwoLTGF0ZW5jeU1vZGUSHAoYTEFURU5DWV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVTEFURU5DWV9NT0RFX0JBTEFOQ0VEEAESFwoTTEFURU5DWV9NT0RFX05PUk1BTBACKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfU1lTVEVNEAESDQoJUk9MRV9VU0VSEAISEgoOUk9MRV9BU1NJU1RBTlQQAxINCglST0xFX1RPT0wQBCp9CgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxACEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAMqjgEKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRTU9ERUxfS0lORF9TUEVFQ0gQARIcChhNT0RFTF9LSU5EX1RSQU5TQ1JJUFRJT04QAhITCg9NT0RFTF9LSU5EX0NIQVQQAxIbChdNT0RFTF9LSU5EX1ZPSUNFX0RFU0lHThAEKmsKDVNlcnZpbmdTdGF0dXMSHgoaU0VSVklOR19TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZTRVJWSU5HX1NUQVRVU19TRVJWSU5HEAESHgoaU0VSVklOR19TVEFUVVNfTk9UX1NFUlZJTkcQAjKJBgoQSW5mZXJlbmNlU2VydmljZRJJCgpTeW50aGVzaXplEh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0GhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmswARJlChBTeW50aGVzaXplU3RyZWFtEiUuaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVTdHJlYW1SZXF1ZXN0GiYuaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVTdHJlYW1SZXNwb25zZSgBMAESUQoKVHJhbnNjcmliZRIfLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlUmVxdWVzdBogLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlUmVzcG9uc2UoARJlChBUcmFuc2NyaWJlU3RyZWFtEiUuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0GiYuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZSgBMAESSwoIR2VuZXJhdGUSHS5pbmZlcmVuY2UudjEuR2VuZXJhdGVSZXF1ZXN0Gh4uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJVCgxDYXBhYmlsaXRpZXMSIS5pbmZlcmVuY2UudjEuQ2FwYWJpbGl0aWVzUmVxdWVzdBoiLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXNwb25zZRJDCgZIZWFsdGgSGy5pbmZlcmVuY2UudjEuSGVhbHRoUmVxdWVzdBocLmluZmVyZW5jZS52MS5IZWFsdGhSZXNwb25zZRJSCgtEZXNpZ25Wb2ljZRIgLmluZmVyZW5jZS52MS5EZXNpZ25Wb2ljZVJlcXVlc3QaIS5pbmZlcmVuY2UudjEuRGVzaWduVm9pY2VSZXNwb25zZRJMCglTYXZlVm9pY2USHi5pbmZlcmVuY2UudjEuU2F2ZVZvaWNlUmVxdWVzdBofLmluZmVyZW5jZS52MS5TYXZlVm9pY2VSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * The audio the caller wants back. Every backend must produce AUDIO_ENCODING_PCM_S16LE;
@@ -1096,6 +1096,241 @@ export const GenerateResponseSchema: GenMessage<GenerateResponse> = /*@__PURE__*
   messageDesc(file_inference_v1_inference, 26);
 
 /**
+ * @generated from message inference.v1.DesignVoiceRequest
+ */
+export type DesignVoiceRequest = Message$1<"inference.v1.DesignVoiceRequest"> & {
+  /**
+   * What the voice should sound like, in words (1 to 2,000 characters): gender, age, pitch,
+   * pace, character. Empty: INVALID_ARGUMENT. A backend applies what its engine can vary and
+   * says what it applied in each voice's `summary`.
+   *
+   * @generated from field: string description = 1;
+   */
+  description: string;
+
+  /**
+   * What the previews say (at most 1,000 characters); empty: the backend picks a sentence in
+   * the language.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * BCP-47 language of the previews; empty: the backend's default.
+   *
+   * @generated from field: string language = 3;
+   */
+  language: string;
+
+  /**
+   * How many candidates, 1 to 4; 0 means 2. A backend may answer fewer, never none.
+   *
+   * @generated from field: uint32 count = 4;
+   */
+  count: number;
+
+  /**
+   * The backend's voice-design model name. Empty: its default, which designs for the engine
+   * behind its default speech models. Unknown: NOT_FOUND.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Speaking-rate multiplier of the voices, on top of what the description asks, above 0 and
+   * at most 3; 0 means 1.0.
+   *
+   * @generated from field: double speed = 6;
+   */
+  speed: number;
+
+  /**
+   * The same request with the same seed gives the same candidates, where the backend can
+   * promise it; unset: new candidates each time.
+   *
+   * @generated from field: optional int64 seed = 7;
+   */
+  seed?: bigint | undefined;
+
+  /**
+   * Generation parameters of generative designers (diffusion steps, guidance); unset: the
+   * model's default. Backends whose engines do not sample accept and ignore them.
+   *
+   * @generated from field: optional uint32 num_steps = 8;
+   */
+  numSteps?: number | undefined;
+
+  /**
+   * @generated from field: optional double guidance_scale = 9;
+   */
+  guidanceScale?: number | undefined;
+
+  /**
+   * @generated from field: optional double instruction_guidance_scale = 10;
+   */
+  instructionGuidanceScale?: number | undefined;
+
+  /**
+   * The previews' audio (as in SynthesizeRequest; PCM_S16LE is always available).
+   *
+   * @generated from field: inference.v1.OutputFormat output = 11;
+   */
+  output?: OutputFormat | undefined;
+};
+
+/**
+ * Describes the message inference.v1.DesignVoiceRequest.
+ * Use `create(DesignVoiceRequestSchema)` to create a new message.
+ */
+export const DesignVoiceRequestSchema: GenMessage<DesignVoiceRequest> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 27);
+
+/**
+ * One candidate voice.
+ *
+ * @generated from message inference.v1.DesignedVoice
+ */
+export type DesignedVoice = Message$1<"inference.v1.DesignedVoice"> & {
+  /**
+   * The voice: SynthesizeRequest.reference_id takes it on this backend (after SaveVoice,
+   * where the backend keeps designs only for a while).
+   *
+   * @generated from field: string voice_id = 1;
+   */
+  voiceId: string;
+
+  /**
+   * The preview, in `encoding` at `sample_rate_hz`.
+   *
+   * @generated from field: bytes audio = 2;
+   */
+  audio: Uint8Array;
+
+  /**
+   * @generated from field: inference.v1.AudioEncoding encoding = 3;
+   */
+  encoding: AudioEncoding;
+
+  /**
+   * @generated from field: uint32 sample_rate_hz = 4;
+   */
+  sampleRateHz: number;
+
+  /**
+   * @generated from field: double duration_ms = 5;
+   */
+  durationMs: number;
+
+  /**
+   * What the preview says.
+   *
+   * @generated from field: string text = 6;
+   */
+  text: string;
+
+  /**
+   * The preview's language (BCP-47).
+   *
+   * @generated from field: string language = 7;
+   */
+  language: string;
+
+  /**
+   * What the backend made of the description, in words: the settings it chose and the
+   * words it could not apply.
+   *
+   * @generated from field: string summary = 8;
+   */
+  summary: string;
+};
+
+/**
+ * Describes the message inference.v1.DesignedVoice.
+ * Use `create(DesignedVoiceSchema)` to create a new message.
+ */
+export const DesignedVoiceSchema: GenMessage<DesignedVoice> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 28);
+
+/**
+ * @generated from message inference.v1.DesignVoiceResponse
+ */
+export type DesignVoiceResponse = Message$1<"inference.v1.DesignVoiceResponse"> & {
+  /**
+   * 1 to `count` candidates, distinct from one another.
+   *
+   * @generated from field: repeated inference.v1.DesignedVoice voices = 1;
+   */
+  voices: DesignedVoice[];
+};
+
+/**
+ * Describes the message inference.v1.DesignVoiceResponse.
+ * Use `create(DesignVoiceResponseSchema)` to create a new message.
+ */
+export const DesignVoiceResponseSchema: GenMessage<DesignVoiceResponse> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 29);
+
+/**
+ * @generated from message inference.v1.SaveVoiceRequest
+ */
+export type SaveVoiceRequest = Message$1<"inference.v1.SaveVoiceRequest"> & {
+  /**
+   * A DesignedVoice.voice_id of this backend. Unknown, malformed or expired: NOT_FOUND
+   * "Reference not found".
+   *
+   * @generated from field: string voice_id = 1;
+   */
+  voiceId: string;
+
+  /**
+   * A name and description for the backend's own records (e.g. a provider's voice library).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * The voice-design model that designed it (DesignVoiceRequest.model).
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message inference.v1.SaveVoiceRequest.
+ * Use `create(SaveVoiceRequestSchema)` to create a new message.
+ */
+export const SaveVoiceRequestSchema: GenMessage<SaveVoiceRequest> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 30);
+
+/**
+ * @generated from message inference.v1.SaveVoiceResponse
+ */
+export type SaveVoiceResponse = Message$1<"inference.v1.SaveVoiceResponse"> & {
+  /**
+   * The lasting id: SynthesizeRequest.reference_id takes it from now on.
+   *
+   * @generated from field: string voice_id = 1;
+   */
+  voiceId: string;
+};
+
+/**
+ * Describes the message inference.v1.SaveVoiceResponse.
+ * Use `create(SaveVoiceResponseSchema)` to create a new message.
+ */
+export const SaveVoiceResponseSchema: GenMessage<SaveVoiceResponse> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 31);
+
+/**
  * @generated from message inference.v1.CapabilitiesRequest
  */
 export type CapabilitiesRequest = Message$1<"inference.v1.CapabilitiesRequest"> & {
@@ -1106,7 +1341,7 @@ export type CapabilitiesRequest = Message$1<"inference.v1.CapabilitiesRequest"> 
  * Use `create(CapabilitiesRequestSchema)` to create a new message.
  */
 export const CapabilitiesRequestSchema: GenMessage<CapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 27);
+  messageDesc(file_inference_v1_inference, 32);
 
 /**
  * @generated from message inference.v1.ModelInfo
@@ -1151,7 +1386,7 @@ export type ModelInfo = Message$1<"inference.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 28);
+  messageDesc(file_inference_v1_inference, 33);
 
 /**
  * @generated from message inference.v1.VoiceInfo
@@ -1180,7 +1415,7 @@ export type VoiceInfo = Message$1<"inference.v1.VoiceInfo"> & {
  * Use `create(VoiceInfoSchema)` to create a new message.
  */
 export const VoiceInfoSchema: GenMessage<VoiceInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 29);
+  messageDesc(file_inference_v1_inference, 34);
 
 /**
  * @generated from message inference.v1.OutputFormatInfo
@@ -1204,7 +1439,7 @@ export type OutputFormatInfo = Message$1<"inference.v1.OutputFormatInfo"> & {
  * Use `create(OutputFormatInfoSchema)` to create a new message.
  */
 export const OutputFormatInfoSchema: GenMessage<OutputFormatInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 30);
+  messageDesc(file_inference_v1_inference, 35);
 
 /**
  * @generated from message inference.v1.Limits
@@ -1244,7 +1479,7 @@ export type Limits = Message$1<"inference.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 31);
+  messageDesc(file_inference_v1_inference, 36);
 
 /**
  * @generated from message inference.v1.CapabilitiesResponse
@@ -1309,7 +1544,7 @@ export type CapabilitiesResponse = Message$1<"inference.v1.CapabilitiesResponse"
  * Use `create(CapabilitiesResponseSchema)` to create a new message.
  */
 export const CapabilitiesResponseSchema: GenMessage<CapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 32);
+  messageDesc(file_inference_v1_inference, 37);
 
 /**
  * @generated from message inference.v1.HealthRequest
@@ -1322,7 +1557,7 @@ export type HealthRequest = Message$1<"inference.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 33);
+  messageDesc(file_inference_v1_inference, 38);
 
 /**
  * @generated from message inference.v1.EngineHealth
@@ -1351,7 +1586,7 @@ export type EngineHealth = Message$1<"inference.v1.EngineHealth"> & {
  * Use `create(EngineHealthSchema)` to create a new message.
  */
 export const EngineHealthSchema: GenMessage<EngineHealth> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 34);
+  messageDesc(file_inference_v1_inference, 39);
 
 /**
  * @generated from message inference.v1.HealthResponse
@@ -1380,7 +1615,7 @@ export type HealthResponse = Message$1<"inference.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 35);
+  messageDesc(file_inference_v1_inference, 40);
 
 /**
  * How audio bytes are laid out.
@@ -1564,6 +1799,13 @@ export enum ModelKind {
    * @generated from enum value: MODEL_KIND_CHAT = 3;
    */
   CHAT = 3,
+
+  /**
+   * DesignVoice, SaveVoice
+   *
+   * @generated from enum value: MODEL_KIND_VOICE_DESIGN = 4;
+   */
+  VOICE_DESIGN = 4,
 }
 
 /**
@@ -1684,6 +1926,30 @@ export const InferenceService: GenService<{
     methodKind: "unary";
     input: typeof HealthRequestSchema;
     output: typeof HealthResponseSchema;
+  },
+  /**
+   * Voice design: a voice described in words in, candidate voices out, each with preview
+   * audio and a voice id that this backend's speech models take as
+   * SynthesizeRequest.reference_id.
+   *
+   * @generated from rpc inference.v1.InferenceService.DesignVoice
+   */
+  designVoice: {
+    methodKind: "unary";
+    input: typeof DesignVoiceRequestSchema;
+    output: typeof DesignVoiceResponseSchema;
+  },
+  /**
+   * Keeps a voice DesignVoice returned, under a name, and answers the id to synthesize with
+   * from now on. Backends whose designed voice ids last by themselves answer the same id; a
+   * backend without this RPC (UNIMPLEMENTED) is taken to be one of those.
+   *
+   * @generated from rpc inference.v1.InferenceService.SaveVoice
+   */
+  saveVoice: {
+    methodKind: "unary";
+    input: typeof SaveVoiceRequestSchema;
+    output: typeof SaveVoiceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_inference_v1_inference, 0);
