@@ -93,7 +93,12 @@ interface Ctx {
   recognitionMs: number | null;
   /** Background tool results waiting for the next natural pause (idle). */
   announcements: BackgroundResult[];
+  /** Typed messages that came while the recognizer was opening, taken once the session is live. */
+  early: Extract<SessionEvent, { type: 'user.message' }>[];
 }
+
+/** Typed messages held while the session opens; a client sending more before it is live loses the rest. */
+const MAX_EARLY_MESSAGES = 16;
 
 const HANG_UP_TOOL: ToolSpec = {
   name: 'hang_up_call',
@@ -695,6 +700,14 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
           nudged: false,
         });
       }),
+      holdEarly: base.assign({
+        early: ({ context, event }) => (event.type === 'user.message' && context.early.length < MAX_EARLY_MESSAGES ? [...context.early, event] : context.early),
+      }),
+      replayEarly: base.enqueueActions(({ context, enqueue }) => {
+        if (!context.early.length) return;
+        for (const e of context.early) enqueue.raise(e);
+        enqueue.assign({ early: [] });
+      }),
       takeTyped: base.enqueueActions(({ context, event, enqueue }) => {
         if (event.type !== 'user.message') return;
         const turnId = context.turnId + 1;
@@ -723,6 +736,7 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
       speechEndedAt: null,
       recognitionMs: null,
       announcements: [],
+      early: [],
     }),
     initial: 'initializing',
     states: {
@@ -737,10 +751,14 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         on: {
           'session.end': { target: 'ended', actions: 'endFromEvent' },
           'user.hangup': { target: 'ended', actions: { type: 'endWith', params: { reason: 'user_hangup' } } },
+          'user.message': { actions: 'holdEarly' },
         },
       },
       live: {
         invoke: { src: 'listen' },
+        // Typed messages that came while the recognizer opened, as if sent the moment the session
+        // went live: after the first message has started (a typed message interrupts it) or to idle.
+        entry: 'replayEarly',
         after: { maxDuration: { target: 'ended', actions: { type: 'endWith', params: { reason: 'max_duration' } } } },
         on: {
           'session.end': { target: 'ended', actions: ['interrupt', 'endFromEvent'] },

@@ -327,6 +327,34 @@ t.test('user.message with audio:false gets a text-only reply', async (t) => {
   await handle.ended;
 });
 
+t.test('a typed message sent while the recognizer opens is answered once the session is live', async (t) => {
+  let open!: () => void;
+  const { clock, handle, rec } = await start({}, { sttOpens: new Promise<void>((r) => { open = r; }) });
+  t.equal(handle.state, 'initializing');
+  handle.send({ type: 'user.message', text: 'are you there', audio: false });
+  await clock.tick(100);
+  t.same(rec.finals(), [], 'nothing answered before the session is live');
+  open();
+  await clock.tick(100);
+  t.same(rec.finals(), ['agent: You said: are you there']);
+  t.same(rec.items.map((i) => i.payload.role), ['user', 'assistant'], 'the typed message and the answer recorded');
+  t.equal(handle.state, 'idle');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('a typed message sent while the recognizer opens interrupts the first message, as one sent as it starts would', async (t) => {
+  let open!: () => void;
+  const { clock, handle, rec } = await start({ firstMessage: { mode: 'fixed', text: 'Hello there, welcome to the line.' } }, { sttOpens: new Promise<void>((r) => { open = r; }) });
+  handle.send({ type: 'user.message', text: 'quick question', audio: false });
+  open();
+  await clock.tick(2000);
+  t.equal(rec.finals().at(-1), 'agent: You said: quick question');
+  t.equal(handle.state, 'idle');
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('user.hangup ends the session', async (t) => {
   const { handle } = await start();
   handle.send({ type: 'user.hangup' });
