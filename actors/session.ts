@@ -58,6 +58,8 @@ export type SessionEvent =
    */
   | { type: 'stt.speech_ended'; endedAt: number; recognitionMs: number }
   | { type: 'stt.failed'; error: unknown }
+  /** The recognizer stream broke; a new one is being opened (caller audio is not heard meanwhile). */
+  | { type: 'stt.lost'; error: unknown }
   | { type: 'turn.speaking' }
   | { type: 'turn.done' }
   | { type: 'turn.hangup'; reason?: string }
@@ -96,6 +98,9 @@ interface Ctx {
   /** Typed messages that came while the recognizer was opening, taken once the session is live. */
   early: Extract<SessionEvent, { type: 'user.message' }>[];
 }
+
+/** How long a session tries to reopen a lost recognizer before it ends with `error`. */
+export const RECOGNIZER_RETRY_MS = 30_000;
 
 /** Typed messages held while the session opens; a client sending more before it is live loses the rest. */
 const MAX_EARLY_MESSAGES = 16;
@@ -460,6 +465,8 @@ interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
+  /** Where the current recognizer stream began, in `sttSentMs` (it is 0 until one is reopened). */
+  sttBaseMs: number;
   /** When the caller's audio at a stream position (ms) arrived, if it is recent (null otherwise). */
   heardAt(atMs: number): number | null;
   /** The machine's context as it is now. */
@@ -534,10 +541,36 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
     types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan }, tags: {} as 'initializing' | 'listening' | 'thinking' | 'speaking' },
     actors: {
       openStt: fromPromise<SttStream, { language: string }>(async ({ input, signal }) => deps.backend.transcribe({ language: input.language, signal })),
-      listen: fromCallback<SessionEvent>(({ sendBack }) => {
-        const stt = io.stt!;
+      listen: fromCallback<SessionEvent, { language: string }>(({ sendBack, input }) => {
         let stopped = false;
-        (async () => {
+        const aborter = new AbortController();
+        const sleep = (ms: number) => new Promise<void>((resolve) => deps.clock.setTimeout(resolve, ms));
+        /**
+         * The recognizer was lost (its backend crashed or restarted): caller audio is dropped
+         * while a new stream is opened, with backoff, for up to RECOGNIZER_RETRY_MS; the session
+         * goes on with it (its stream positions continue from the audio sent so far).
+         */
+        const reopen = async (error: unknown): Promise<boolean> => {
+          io.stt?.cancel();
+          io.stt = null;
+          sendBack({ type: 'stt.lost', error });
+          const giveUpAt = deps.clock.now() + RECOGNIZER_RETRY_MS;
+          for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+            await sleep(delay);
+            if (stopped) return false;
+            try {
+              const stt = await deps.backend.transcribe({ language: input.language, signal: aborter.signal });
+              if (stopped) { stt.cancel(); return false; }
+              io.sttBaseMs = io.sttSentMs;
+              io.stt = stt;
+              return true;
+            } catch (err) {
+              if (stopped) return false;
+              if (deps.clock.now() >= giveUpAt) { sendBack({ type: 'stt.failed', error: err }); return false; }
+            }
+          }
+        };
+        const read = async (stt: SttStream) => {
           for await (const ev of stt) {
             if (stopped) return;
             if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
@@ -552,13 +585,24 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
               // ago). Recognition is from then to now. Both from this end of speech: a pause and
               // a resumption before it measured an earlier one.
               const now = deps.clock.now();
-              const arrived = io.heardAt(ev.atMs) ?? now - Math.max(0, io.sttSentMs - ev.atMs);
+              const atMs = ev.atMs + io.sttBaseMs;
+              const arrived = io.heardAt(atMs) ?? now - Math.max(0, io.sttSentMs - atMs);
               const endedAt = Math.min(now, arrived);
               sendBack({ type: 'stt.speech_ended', endedAt, recognitionMs: now - endedAt });
             }
           }
+        };
+        (async () => {
+          for (;;) {
+            try {
+              await read(io.stt!);
+              return;
+            } catch (error) {
+              if (stopped || !(await reopen(error))) return;
+            }
+          }
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
-        return () => { stopped = true; };
+        return () => { stopped = true; aborter.abort(); };
       }),
       turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
         const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m, timeline) => {
@@ -608,6 +652,10 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         deps.log?.error({ err: 'error' in event ? event.error : undefined }, 'session failed');
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
       },
+      recognizerLost: ({ event }) => {
+        deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'recognizer lost; reopening');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
       turnFailed: ({ event }) => {
         deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
@@ -629,6 +677,8 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
 
       // Context.
       speechOn: assign({ userSpeaking: true }),
+      /** A lost recognizer will not say where the caller's speech ended: it is over. */
+      speechLost: assign({ userSpeaking: false }),
       speechOff: assign(({ event }) => (event.type === 'stt.speech_ended' ? { userSpeaking: false, speechEndedAt: event.endedAt, recognitionMs: event.recognitionMs } : {})),
       committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
       firstMessage: assign(({ context }) => {
@@ -755,7 +805,7 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         },
       },
       live: {
-        invoke: { src: 'listen' },
+        invoke: { src: 'listen', input: ({ context }) => ({ language: context.plan.language }) },
         // Typed messages that came while the recognizer opened, as if sent the moment the session
         // went live: after the first message has started (a typed message interrupts it) or to idle.
         entry: 'replayEarly',
@@ -764,6 +814,7 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
           'session.end': { target: 'ended', actions: ['interrupt', 'endFromEvent'] },
           'user.hangup': { target: 'ended', actions: ['interrupt', { type: 'endWith', params: { reason: 'user_hangup' } }] },
           'stt.failed': { target: 'ended', actions: ['interrupt', 'markFailed', 'reportFailure'] },
+          'stt.lost': { actions: ['recognizerLost', 'speechLost'] },
           'stt.speech_started': { actions: 'speechOn' },
           'stt.speech_ended': { actions: 'speechOff' },
           'stt.committed': { actions: 'committed' },
@@ -915,6 +966,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     turn: null,
     turns: [],
     sttSentMs: 0,
+    sttBaseMs: 0,
     heardAt(atMs) {
       // The piece holding atMs: the first whose end is at or after it, with the piece before it
       // ending before it (the oldest piece kept has no known start, so it cannot be that piece

@@ -415,6 +415,39 @@ t.test('a transcription stream that cannot open fails the session', async (t) =>
   t.match(await handle.ended, { status: 'failed', reason: 'error' });
 });
 
+t.test('a lost recognizer (its backend crashed): the client is told, a new stream is opened and the session goes on', async (t) => {
+  let down = false;
+  const { clock, handle, fake, rec } = await start({}, { failStt: () => down });
+  fake.say('hello');
+  await clock.tick(1000);
+  t.same(rec.finals(), ['user: hello', 'agent: You said: hello']);
+  down = true;
+  fake.stt!.fail(new Error('14 UNAVAILABLE: Connection dropped'));
+  await clock.tick(2000);
+  t.match(rec.messages.filter((m) => m.topic === 'agent-event'), [{ type: 'error', code: 'provider_error' }], 'the client hears of it once');
+  t.equal(handle.state, 'idle', 'the session is still live');
+  handle.sendAudio(new Uint8Array(640)); // dropped while no recognizer is open
+  down = false;
+  await clock.tick(2000);
+  t.equal(fake.sttOpened, 2, 'a second stream was opened');
+  fake.say('still there');
+  await clock.tick(1000);
+  t.same(rec.finals(), ['user: hello', 'agent: You said: hello', 'user: still there', 'agent: You said: still there']);
+  handle.end('test');
+  t.match(await handle.ended, { status: 'completed', reason: 'test' });
+});
+
+t.test('a recognizer that cannot be reopened within 30 s ends the session with error', async (t) => {
+  let down = false;
+  const { clock, handle, fake } = await start({}, { failStt: () => down });
+  down = true;
+  fake.stt!.fail(new Error('14 UNAVAILABLE'));
+  await clock.tick(29_000);
+  t.equal(handle.state, 'idle', 'still trying at 29 s');
+  await clock.tick(3000);
+  t.match(await handle.ended, { status: 'failed', reason: 'error' });
+});
+
 t.test('a failed turn reports an error and the call goes on', async (t) => {
   const { clock, handle, fake, rec } = await start({}, { reply: () => { throw new Error('model down'); } });
   fake.say('hello');
