@@ -17,7 +17,7 @@ import { defaultConfig } from './realtime-config.ts';
 import { RealtimeSession, type RealtimeDeps } from './realtime.ts';
 import { nativeFromHeaders } from './speech.ts';
 
-/** Largest client frame (docs/api/compat.md "WS frame"); a bigger one closes the socket. */
+/** Largest client frame (docs/api/compat.md "Limits"); a bigger one closes the socket. */
 export const REALTIME_MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
 /** The vendor's realtime model names: they select the default speech (or transcription) model. */
