@@ -10,6 +10,9 @@
 //   docs/decisions.md, and every id defined there is listed in its index.
 // - `docs/….md` paths named in code exist; a quoted heading after a docs/api page
 //   (`docs/api/phone.md "Limits"`) names a heading of that page.
+// - Decisions are cited by id, never by title (`docs/decisions.md "Cross-node resume"`).
+// - Repository paths named in backticks in README.md and docs/ exist (a `*` matches within a
+//   folder), so the docs follow the tree when files move.
 // - docs/spec-coverage.md: the counts it states are the counts of its tables, and every test
 //   file it names exists.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -196,6 +199,41 @@ t.test('docs paths named in code exist, and quoted docs/api headings too', async
   }
   t.same(missing, []);
 });
+
+t.test('decisions are cited by id, not by their title', async (t) => {
+  const byTitle: string[] = [];
+  for (const file of ALL) {
+    if (file === SELF || file === DECISIONS) continue;
+    text(file)!.split('\n').forEach((line, i) => {
+      if (/decisions\.md[)`]*,?\s*\(?"/.test(line)) byTitle.push(`${file}:${i + 1} ${line.trim().slice(0, 120)}`);
+    });
+  }
+  t.same(byTitle, [], 'write the D-AREA-n id (see the index of docs/decisions.md)');
+});
+
+t.test('repository paths named in README.md and docs/ exist', async (t) => {
+  const missing: string[] = [];
+  const PATH = /`((?:src|actors|native|bench|test|scripts|proto|bin)\/[\w./*-]*)`/g;
+  for (const file of MARKDOWN.filter((f) => f === 'README.md' || f.startsWith('docs/'))) {
+    prose(text(file)!.replace(/`([^`]*)`/g, '\u0000$1\u0000')).split('\n').forEach((line, i) => {
+      for (const m of line.replace(/\u0000/g, '`').matchAll(PATH)) {
+        const p = m[1]!.replace(/\/$/, '');
+        if (!pathExists(p) && !pathExists(`test/${p}`)) missing.push(`${file}:${i + 1} ${m[1]}`);
+      }
+    });
+  }
+  t.same(missing, [], 'docs follow the tree: update the path where the file moved');
+});
+
+/** Whether `p` exists; a `*` matches within one path segment. */
+function pathExists(p: string): boolean {
+  if (!p.includes('*')) return existsSync(join(ROOT, p));
+  if (p.includes('**')) return existsSync(join(ROOT, p.slice(0, p.indexOf('/**'))));
+  const dir = dirname(p);
+  if (dir.includes('*') || !existsSync(join(ROOT, dir))) return false;
+  const re = new RegExp('^' + p.slice(dir.length + 1).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*') + '$');
+  return readdirSync(join(ROOT, dir)).some((name) => re.test(name));
+}
 
 function headingTexts(rel: string): string[] {
   return [...readFileSync(join(ROOT, rel), 'utf8').matchAll(/^#{1,6}\s+(.*)$/gm)].map((m) => m[1]!.replace(/`/g, '').trim());
