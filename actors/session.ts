@@ -38,7 +38,7 @@ import type {
   TurnTimeline,
 } from './types.ts';
 
-/** Events a client sends (GAPS.md §5 `client-event`), as the actor takes them. */
+/** Events a client sends (docs/api/sessions.md `client-event`), as the actor takes them. */
 export type ClientEvent =
   | { type: 'user.message'; text: string; audio?: boolean }
   | { type: 'user.activity' }
@@ -159,7 +159,7 @@ function announcementMessages(r: BackgroundResult): ChatMessage[] {
 
 /**
  * The turn's messages with knowledge passages for the caller's latest text added to the system
- * message (GAPS.md §7), each between `<passage>` and `</passage>` lines (docs/inference.md).
+ * message (docs/api/knowledge.md), each between `<passage>` and `</passage>` lines (docs/inference.md).
  * Only replies to a caller turn retrieve; a failed retrieval leaves the messages as they are.
  */
 async function withKnowledge(deps: SessionDeps, messages: ChatMessage[], signal: AbortSignal): Promise<ChatMessage[]> {

@@ -285,7 +285,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const { WidgetConfigService } = await import('./agent/widget-config.ts');
     const { mountWidgetConfigRoutes } = await import('./agent/widget-config-routes.ts');
     mountWidgetConfigRoutes(http, new WidgetConfigService(db.sql));
-    // Builder preview calls (GAPS.md §10): sessions of the draft frozen at creation.
+    // Builder preview calls (docs/api/preview.md): sessions of the draft frozen at creation.
     const { PreviewService } = await import('./agent/preview.ts');
     const { mountPreviewRoutes } = await import('./agent/preview-routes.ts');
     mountPreviewRoutes(http, new PreviewService({ sql: db.sql, sessions, pin }));
@@ -316,7 +316,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     // Compatibility layer, families A, B and Groq-style (issue 6): /compat/v1, /compat/api/v1,
     // /compat/openai/v1, translated into the speech services above.
     const { mountOpenAiCompat } = await import('./compat/openai/index.ts');
-    // Every compat realtime socket (families A, B, Groq and C) lives at most 3600 s (GAPS §12.3).
+    // Every compat realtime socket (families A, B, Groq and C) lives at most 3600 s (docs/api/compat.md).
     const compatLifetimeMs = 3600 * 1000;
     mountOpenAiCompat(http, { tts, asr, authenticate: (token, messages) => verifier!.verify(token, messages), realtimeLifetimeMs: compatLifetimeMs });
     // Errors the HTTP layer answers under /compat (404, 405, 413) come in each family's envelope.

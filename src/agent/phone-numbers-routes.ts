@@ -10,7 +10,7 @@ import { who } from '../http/router.ts';
 
 const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));
 
-/** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (GAPS.md §13.2). */
+/** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (docs/api/phone.md). */
 export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberService): void {
   const tags = ['Phone numbers'];
   http.route({

@@ -3,10 +3,10 @@ import type { HttpApp } from '../http/app.ts';
 import { ASR_BODY_LIMIT, asrResponseBody, asrResponseSchema, readAsrRequest, type AsrService } from './asr.ts';
 import { errorBody } from '../http/openapi.ts';
 
-/** Speech endpoints answer a bad key with `Invalid Token` (GAPS §2.1). */
+/** Speech endpoints answer a bad key with `Invalid Token` (docs/api/auth-errors.md). */
 export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
 
-/** POST /v1/asr (GAPS §11.3). */
+/** POST /v1/asr (docs/api/asr.md). */
 export function mountAsrRoutes(http: HttpApp, asr: AsrService): void {
   http.route({
     method: 'POST', path: '/v1/asr', auth: 'required', body: 'any', bodyLimit: ASR_BODY_LIMIT, authMessages: SPEECH_AUTH_MESSAGES,

@@ -5,7 +5,7 @@ export { WebhookDeliveryService, toDelivery, webhookDelivery, webhookDeliveryLis
 
 /**
  * `PARLEY_WEBHOOK_BACKOFF_MS`: comma-separated delays between attempts (default `1000,5000`,
- * GAPS.md §8.1). Meant for tests and drills; an invalid value throws at start-up.
+ * docs/api/webhooks.md). Meant for tests and drills; an invalid value throws at start-up.
  */
 export function parseBackoff(env: string | undefined, name = 'PARLEY_WEBHOOK_BACKOFF_MS'): number[] | undefined {
   if (env === undefined || env.trim() === '') return undefined;
