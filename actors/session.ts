@@ -547,15 +547,18 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         const sleep = (ms: number) => new Promise<void>((resolve) => deps.clock.setTimeout(resolve, ms));
         /**
          * The recognizer was lost (its backend crashed or restarted): caller audio is dropped
-         * while a new stream is opened, with backoff, for up to RECOGNIZER_RETRY_MS; the session
+         * while a new stream is opened (tries 100, 200, then every 250 ms) for up to RECOGNIZER_RETRY_MS; the session
          * goes on with it (its stream positions continue from the audio sent so far).
          */
         const reopen = async (error: unknown): Promise<boolean> => {
           io.stt?.cancel();
           io.stt = null;
           sendBack({ type: 'stt.lost', error });
-          const giveUpAt = deps.clock.now() + RECOGNIZER_RETRY_MS;
-          for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+          const lostAt = deps.clock.now();
+          const giveUpAt = lostAt + RECOGNIZER_RETRY_MS;
+          // A try costs one stream open (it fails at once while the backend's channel is down), so
+          // try often: the caller is not heard until one succeeds.
+          for (let delay = 100; ; delay = Math.min(delay * 2, 250)) {
             await sleep(delay);
             if (stopped) return false;
             try {
@@ -563,6 +566,7 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
               if (stopped) { stt.cancel(); return false; }
               io.sttBaseMs = io.sttSentMs;
               io.stt = stt;
+              deps.log?.info?.({ lost_ms: deps.clock.now() - lostAt }, 'recognizer reopened');
               return true;
             } catch (err) {
               if (stopped) return false;
