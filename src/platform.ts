@@ -255,7 +255,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const recordingsAt = recordingsDir(opts.env ?? process.env, config.dataDir);
     const recordings = new RecordingService({ sql: db.sql, box, log, dir: recordingsAt.dir, s3: s3ConfigFromEnv(opts.env ?? process.env) });
     if (recordingsAt.ephemeral) cleanups.push(() => import('node:fs/promises').then((fs) => fs.rm(recordingsAt.dir, { recursive: true, force: true })));
-    const runtime = new SessionRuntime({ recordings, sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry, resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry });
+    const runtime = new SessionRuntime({ recordings, sql: db.sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry, resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs });
     await runtime.start();
     // With LiveKit configured, the agent joins each session's room (@livekit/rtc-node); it leaves
     // its rooms after the runtime has drained the sessions (cleanups run in reverse).
