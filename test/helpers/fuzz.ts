@@ -263,7 +263,7 @@ export async function runFuzz(o: RunOptions): Promise<FuzzOutcome> {
       const before = write && o.fingerprint ? await o.fingerprint() : undefined;
       let status: number | undefined;
       try {
-        const res = await fetch(o.baseUrl + r.url, { method: r.method, headers: r.headers, body: r.body, signal: AbortSignal.timeout(timeoutMs) });
+        const res = await fetch(o.baseUrl + r.url, { method: r.method, headers: r.headers, body: r.body as BodyInit | undefined, signal: AbortSignal.timeout(timeoutMs) });
         await res.arrayBuffer();
         status = res.status;
       } catch (err) {
