@@ -48,7 +48,7 @@ t.test('random, truncated, empty and lying audio is a 400 naming the problem', a
   for (const audio of samples) {
     for (const [path, field] of [['/v1/asr', 'audio'], ['/compat/v1/audio/transcriptions', 'file'], ['/compat/elevenlabs/v1/speech-to-text', 'file']] as const) {
       const form = new FormData();
-      form.set(field, new Blob([audio]), 'a.wav');
+      form.set(field, new Blob([audio as Uint8Array<ArrayBuffer>]), 'a.wav');
       if (path.startsWith('/compat/v1')) form.set('model', 'whisper-1');
       if (path.includes('elevenlabs')) form.set('model_id', 'scribe_v1');
       const res = await fetch(app.url + path, { method: 'POST', headers: path.includes('elevenlabs') ? { 'xi-api-key': app.key } : app.auth, body: form });
