@@ -62,3 +62,14 @@ for (const e of endpoints) {
     t.equal((await app.req('GET', '/health')).status, 200);
   });
 }
+
+t.test('a NUL in a socket path parameter is a 400 error frame, not an internal error', async (t) => {
+  const { sock, closed } = await open(`${ws}/compat/elevenlabs/v1/text-to-speech/a%00b/stream-input`, { 'xi-api-key': app.key });
+  const frames: string[] = [];
+  sock.on('message', (d) => frames.push(d.toString()));
+  sock.send(JSON.stringify({ text: ' ' }));
+  sock.send(JSON.stringify({ text: 'Hello. ' }));
+  sock.send(JSON.stringify({ text: '' }));
+  await closed;
+  t.match(frames, [/"code":400/]);
+});
