@@ -59,16 +59,25 @@ const DOCUMENTED = new Set([1000, 1001, 1005, 1007, 1008, 1009, 3000, 3003, 3008
 
 export async function fuzzSockets(app: TestServer, o: { seed: number; count: number }): Promise<{ sockets: number; frames: number; closeCodes: Record<string, number>; failures: { endpoint: string; code: number; reason: string }[] }> {
   const endpoints = await wsEndpoints(app);
-  const runs = fc.sample(fc.tuple(fc.constantFrom(...endpoints.keys()), fc.array(frame, { minLength: 1, maxLength: 8 })), { seed: o.seed, numRuns: o.count });
+  // Upgrade URLs broken too: bad percent-encoding in the voice id and in query parameters.
+  const mangle = fc.option(fc.constantFrom('%00', 'a%00b', '%zz', '%', '%ED%A0%80', 'x'.repeat(3000)), { freq: 3 });
+  const runs = fc.sample(fc.tuple(fc.constantFrom(...endpoints.keys()), fc.array(frame, { minLength: 1, maxLength: 8 }), mangle), { seed: o.seed, numRuns: o.count });
   const out = { sockets: 0, frames: 0, closeCodes: {} as Record<string, number>, failures: [] as { endpoint: string; code: number; reason: string }[] };
-  for (const [i, frames] of runs) {
+  for (const [i, frames, bad] of runs) {
     const e = endpoints[i]!;
-    const url = await e.url();
-    const result = await new Promise<{ code: number; reason: string } | null>((resolve) => {
+    let url = await e.url();
+    if (bad !== null) url = url.replace('/default/', `/${bad}/`) + `${url.includes('?') ? '&' : '?'}model_id=${bad}&language_code=${bad}&voice=${bad}&resume=${bad}`;
+    const result = await new Promise<{ code: number; reason: string } | { http: number }>((resolve) => {
       const sock = new WebSocket(url, { headers: e.headers });
       let closedByUs = false;
       sock.on('error', () => {});
-      sock.on('unexpected-response', () => resolve(null));
+      sock.on('message', (d, binary) => {
+        if (!binary && /"code":\s*500|"type":\s*"server_error"|Internal server error/i.test(d.toString())) out.failures.push({ endpoint: e.name, code: 500, reason: `error frame: ${d.toString().slice(0, 200)}` });
+      });
+      sock.on('unexpected-response', (_q, res) => {
+        res.resume();
+        resolve({ http: res.statusCode ?? 0 });
+      });
       sock.on('close', (code, reason) => resolve(closedByUs ? { code: 0, reason: 'open' } : { code, reason: reason.toString() }));
       sock.on('open', async () => {
         for (const f of frames) {
@@ -84,7 +93,12 @@ export async function fuzzSockets(app: TestServer, o: { seed: number; count: num
       });
     });
     out.sockets++;
-    if (!result) continue;
+    if ('http' in result) {
+      const k = `http ${result.http}`;
+      out.closeCodes[k] = (out.closeCodes[k] ?? 0) + 1;
+      if (result.http >= 500 && result.http !== 503) out.failures.push({ endpoint: e.name, code: result.http, reason: 'upgrade refused with a 5xx' });
+      continue;
+    }
     const k = String(result.code);
     out.closeCodes[k] = (out.closeCodes[k] ?? 0) + 1;
     if (result.code !== 0 && !DOCUMENTED.has(result.code)) out.failures.push({ endpoint: e.name, code: result.code, reason: result.reason });
