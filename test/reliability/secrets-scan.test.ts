@@ -103,6 +103,12 @@ t.test('the fixtures run every path that handles a secret', async (t) => {
   await req('GET', `/v1/agent/agents/${agentId}/versions/1`);
   await req('GET', '/v1/agent/agents');
   await req('GET', '/openapi.json');
+  // The public-agent route, keyless, for a public agent: only its display config.
+  await req('PATCH', `/v1/agent/agents/${agentId}`, { public_enabled: true, allowed_origins: ['https://shop.example.com'] });
+  await req('POST', `/v1/agent/agents/${agentId}/publish`);
+  const widget = await fetch(`${app.url}/v1/agent/agents/${agentId}/widget`, { headers: { Origin: 'https://shop.example.com' } });
+  responses.push(`widget ${widget.status}\n${await widget.text()}`);
+  t.equal(widget.status, 200, 'the widget config of a public agent');
 
   // A session that ends: its post-call webhook goes to the receiver.
   const s = await req('POST', '/v1/agent/sessions', { agent_id: agentId });
