@@ -3,10 +3,20 @@
  * paths, queries and bodies, lone surrogates, JSON nested far too deep, and multipart parts
  * without a name each get a 4xx naming the problem.
  */
+import { Writable } from 'node:stream';
 import t from 'tap';
+import { createLogger } from '../../src/log.ts';
 import { startTestServer } from '../helpers/server.ts';
 
-const app = await startTestServer({ backend: 'synthetic' });
+/** Log lines at `error` or above (pino level ≥ 50): none may come from bad input. */
+const errors: string[] = [];
+const sink = new Writable({
+  write(chunk, _enc, cb) {
+    for (const line of chunk.toString().split('\n')) if (line && JSON.parse(line).level >= 50) errors.push(line);
+    cb();
+  },
+});
+const app = await startTestServer({ backend: 'synthetic', log: createLogger({ level: 'warn', destination: sink }) });
 t.teardown(() => app.close());
 
 const doc = (await app.req('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
@@ -112,4 +122,8 @@ t.test('a NUL in a multipart text field or file name is a 4xx', async (t) => {
   });
   const text = await res.text();
   t.ok(res.status >= 400 && res.status < 500, `${res.status} ${text}`);
+});
+
+t.test('nothing above was logged as an error', async (t) => {
+  t.same(errors, []);
 });
