@@ -202,6 +202,13 @@ function bodyFor(op: Operation): fc.Arbitrary<{ type?: string; body?: Uint8Array
   return fc.oneof(...arbs);
 }
 
+/** Headers the platform reads, with values a client may send (long, Latin-1 bytes, empty, garbage). */
+const extraHeaders: fc.Arbitrary<Record<string, string>> = fc.dictionary(
+  fc.constantFrom('Idempotency-Key', 'model', 'X-Request-Id', 'traceparent', 'Origin', 'Accept', 'xi-api-key', 'X-Service-Speed', 'Accept-Language'),
+  fc.oneof(fc.constantFrom('', 'x'.repeat(8000), '\u00ff\u00fe\u0080', '00-zz-zz-01', 'null', 'text/html', '*/*', 'https://evil.example.com', '{"a":1}', '-1'), fc.string({ maxLength: 16 }).map((v) => v.replace(/[^\x20-\x7e]/g, ''))),
+  { maxKeys: 2 },
+);
+
 /** A fuzzed request for one of `ops`; `ids` are path parameter values that exist. */
 export function requestArbitrary(ops: Operation[], ids: string[], auth: Record<string, string>): fc.Arbitrary<FuzzRequest> {
   return fc.constantFrom(...ops).chain((op) => {
@@ -209,11 +216,11 @@ export function requestArbitrary(ops: Operation[], ids: string[], auth: Record<s
     const body = op.method === 'GET' || op.method === 'DELETE' ? fc.constant({ variant: 'no-body' } as { type?: string; body?: Uint8Array; variant: string }) : bodyFor(op);
     const query = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...(op.query.length ? op.query.map((q) => q.name) : ['x'])), fc.constantFrom('unknown', '%zz', '__proto__')), queryValue), { maxLength: 3 });
     const authHeader = fc.oneof({ arbitrary: fc.constant(auth), weight: 9 }, { arbitrary: fc.constantFrom<Record<string, string>>({}, { Authorization: 'Bearer nope' }, { Authorization: 'Basic x' }), weight: 1 });
-    return fc.tuple(fc.tuple(...params.map(() => pathValue(ids))), body, query, authHeader).map(([values, b, q, a]) => {
+    return fc.tuple(fc.tuple(...params.map(() => pathValue(ids))), body, query, authHeader, extraHeaders).map(([values, b, q, a, x]) => {
       let path = op.path;
       values.forEach((v) => (path = path.replace(/\{[^}]+\}/, v)));
       const qs = q.map(([k, v]) => `${k}=${v}`).join('&');
-      const headers: Record<string, string> = { ...a };
+      const headers: Record<string, string> = { ...x, ...a };
       if (b.type) headers['Content-Type'] = b.type;
       return { method: op.method, template: op.path, url: path + (qs ? `?${qs}` : ''), headers, body: b.body, variant: b.variant };
     });
