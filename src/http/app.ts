@@ -120,6 +120,20 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
+ * A NUL (`%00`) in a path parameter or the query reaches no handler: no store can keep it
+ * (PostgreSQL text refuses it), so it is a 400 naming where it was (docs/reliability.md).
+ */
+export function refuseNul(params: Record<string, string>, query: URLSearchParams): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in path parameter ${name}`);
+  }
+  for (const [name, value] of query) {
+    if (name.includes('\0')) throw new ServiceError('bad_request', 'NUL character (%00) in a query parameter name');
+    if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in query parameter ${name}`);
+  }
+}
+
+/**
  * The HTTP layer on one uWebSockets.js App: routing, request ids, body reading with limits
  * and content-type rules, authentication, the one error mapping, metrics and graceful
  * drain. Route modules only add `RouteSpec`s.
@@ -288,6 +302,7 @@ export class HttpApp {
           ctx.principal = await this.opts.authenticate(token, messages);
         }
       }
+      refuseNul(params, query);
       const raw = await bodyPromise;
       ctx.rawBody = raw;
       const kind = spec.body ?? 'none';

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { decodeAudio, int16ToPcmBytes, resampleAll, wavHeader } from '../audio/index.ts';
 import { ServiceError, type FieldError } from '../errors.ts';
 import { AudioEncoding } from '../gen/inference/v1/inference_pb.ts';
-import { isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart } from '../http/body.ts';
+import { isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart, partText } from '../http/body.ts';
 import { parse } from '../http/validation.ts';
 import { newId } from '../ids.ts';
 import type { InferenceClient } from '../inference/index.ts';
@@ -90,7 +90,7 @@ export function readModelBody(raw: Buffer | undefined, contentType: string | und
     body = {};
     for (const p of parseMultipart(raw, contentType!)) {
       const name = p.name.replace(/\[\d*\]$/, '');
-      const value = FILE_FIELDS.has(name) ? new Uint8Array(p.data) : p.data.toString('utf8');
+      const value = FILE_FIELDS.has(name) ? new Uint8Array(p.data) : partText(p);
       append(body, name, value);
     }
   } else if (type === 'application/x-www-form-urlencoded') {

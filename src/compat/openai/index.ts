@@ -13,6 +13,7 @@
  */
 import { ServiceError, toServiceError } from '../../errors.ts';
 import { bearerToken, type Authenticate, type HttpApp } from '../../http/app.ts';
+import { parseJson } from '../../http/body.ts';
 import type { Ctx, Principal, Result } from '../../http/router.ts';
 import { newId } from '../../ids.ts';
 import type { AsrService } from '../../speech/asr.ts';
@@ -76,11 +77,7 @@ function jsonBody(ctx: Ctx): unknown {
   if (!/^application\/(.+\+)?json$/.test((ctx.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase())) {
     throw new ServiceError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
   }
-  try {
-    return JSON.parse(ctx.rawBody.toString('utf8'));
-  } catch {
-    throw new ServiceError('malformed', 'Malformed JSON');
-  }
+  return parseJson(ctx.rawBody); // 400 Malformed JSON; NUL, lone surrogates, deep nesting refused
 }
 
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
