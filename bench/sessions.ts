@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -299,10 +299,15 @@ async function main() {
   await sleep(2000);
   gc();
   const memQuiet = process.memoryUsage();
+  // --idle-snapshots <prefix>: heap snapshots before and after the idle sessions connect
+  // (<prefix>-quiet.heapsnapshot, <prefix>-idle.heapsnapshot), to see what an idle session holds.
+  const snapAt = process.argv.indexOf('--idle-snapshots');
+  if (snapAt > 0) v8.writeHeapSnapshot(`${process.argv[snapAt + 1]}-quiet.heapsnapshot`);
   const rest = n > baseN ? await ask({ type: 'connect', from: baseN, to: n }, 'connected') : { held: 0, failed: first.failed, ms: 0 };
   await sleep(2000);
   gc();
   const memIdle = process.memoryUsage();
+  if (snapAt > 0) v8.writeHeapSnapshot(`${process.argv[snapAt + 1]}-idle.heapsnapshot`);
   const connected = { held: first.held + rest.held, failed: rest.failed };
   // Phase 3: every session talks; the measured window starts once each has had time to ask.
   await ask({ type: 'talk', count: n }, 'talking');
@@ -425,6 +430,7 @@ async function main() {
     memory_per_talking_session_kb: held ? round((memDuring.rss - memBefore.rss) / held / 1024, 1) : null,
     memory_per_idle_session_kb: rest.held ? round((memIdle.rss - memQuiet.rss) / rest.held / 1024, 1) : null,
     heap_and_buffers_per_idle_session_kb: rest.held ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / rest.held / 1024, 1) : null,
+    array_buffers_per_idle_session_kb: rest.held ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / rest.held / 1024, 1) : null,
     heap_and_buffers_per_talking_session_kb: held ? round((memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers) / held / 1024, 1) : null,
     machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
     backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
