@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -66,9 +66,10 @@ const LIGHT_BACKEND = fileURLToPath(new URL('./light-backend.ts', import.meta.ur
 // The caller child: connects `n` sessions and talks until told to stop.
 
 async function callers() {
-  const { urls, key, agent } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string };
+  const { urls, key, agent, frameMs } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; frameMs: number };
   const question = QUESTION_PCM;
-  const frame = 1600; // 100 ms
+  const frame = frameMs * 16; // samples at 16 kHz
+  const phases = frameMs / 10; // one tick every 10 ms serves the callers of its phase
   const silence = new Uint8Array(frame * 2);
   const bytes = new Uint8Array(frame * 2);
   interface Caller {
@@ -125,15 +126,15 @@ async function callers() {
     );
     return { held, ms: Date.now() - t0 };
   };
-  // Each talking caller sends a 100 ms frame every 100 ms, at its own phase: real callers' frames
-  // are not in lock-step. A tick every 10 ms serves the tenth of the callers whose phase it is (all
+  // Each talking caller sends a frame of `frameMs` (100 ms) every `frameMs`, at its own phase: real
+  // callers' frames are not in lock-step. A tick every 10 ms serves the callers whose phase it is (all
   // callers sending in the same millisecond was a burst of `n` frames no deployment sees). An idle
   // caller (connected, not talking: a muted microphone) sends nothing.
   let phase = 0;
   const tick = setInterval(() => {
     const now = Date.now();
-    phase = (phase + 1) % 10;
-    for (let k = phase; k < sockets.length; k += 10) {
+    phase = (phase + 1) % phases;
+    for (let k = phase; k < sockets.length; k += phases) {
       const s = sockets[k];
       if (!s || !s.talking || s.ws.readyState !== WebSocket.OPEN) continue;
       if (s.pos < 0 && now >= s.speakAt) {
@@ -270,11 +271,15 @@ async function main() {
   const creation = await new Promise<{ created: number; failed: number; ms: number; latencyMs: { p50: number; p99: number } }>((r) => creator.once('message', (m) => r(m as never)));
   const creationsPerSecond = creation.created / (creation.ms / 1000);
 
+  // --caller-frame-ms: how much audio each caller frame carries (10–100 ms, a multiple of 10;
+  // default 100). The SDK sends 20 ms frames by default: each one costs the platform a websocket
+  // message, a recording copy and a gRPC message to the recognizer.
+  const callerFrameMs = Math.max(10, Math.min(100, Math.round(arg('caller-frame-ms', 100) / 10) * 10));
   const gc = exposeGc();
   gc();
   await sleep(500);
   const memBefore = process.memoryUsage();
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent }) }, execArgv: ['--import=tsx'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, frameMs: callerFrameMs }) }, execArgv: ['--import=tsx'] });
   lowPriority(child.pid);
   const next = (type: string) => new Promise<any>((r) => { const on = (m: any) => { if (m.type === type) { child.off('message', on); r(m); } }; child.on('message', on); });
   const ask = <T = any>(m: Record<string, unknown>, answer: string): Promise<T> => { const p = next(answer); child.send(m); return p; };
@@ -415,7 +420,7 @@ async function main() {
   const heardN = callerLatency(heard);
   const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
     // The headline: what a caller hears (timed by the callers on their own clock, from the last
     // audio of their question leaving to the first agent audio arriving) with N sessions talking,
     // beside the same with `baseline_sessions` talking alone; and what a talking session costs.
