@@ -418,6 +418,10 @@ async function main() {
   // Platform CPU (every thread of the node, both nodes with --nodes 2) per second of one talking session.
   const platformCores = cpuCoreS / wallS + (othersCores.second_node ?? 0);
   const heardN = callerLatency(heard);
+  // Memory is this process's (the first node's): with --nodes 2 it holds every other session.
+  const share = second ? 1 / 2 : 1;
+  const heldHere = held * share;
+  const idleHere = rest.held * share;
   const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
     command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
@@ -432,11 +436,11 @@ async function main() {
     },
     platform_cpu_ms_per_talking_session_second: held ? round((platformCores * 1000) / held, 3) : null,
     platform_cpu_ms_per_talking_session_second_at_baseline: first.held ? round(((baseCpu.user + baseCpu.system) / 1e3 / baseWallS) / first.held, 3) : null,
-    memory_per_talking_session_kb: held ? round((memDuring.rss - memBefore.rss) / held / 1024, 1) : null,
-    memory_per_idle_session_kb: rest.held ? round((memIdle.rss - memQuiet.rss) / rest.held / 1024, 1) : null,
-    heap_and_buffers_per_idle_session_kb: rest.held ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / rest.held / 1024, 1) : null,
-    array_buffers_per_idle_session_kb: rest.held ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / rest.held / 1024, 1) : null,
-    heap_and_buffers_per_talking_session_kb: held ? round((memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers) / held / 1024, 1) : null,
+    memory_per_talking_session_kb: held ? round((memDuring.rss - memBefore.rss) / heldHere / 1024, 1) : null,
+    memory_per_idle_session_kb: rest.held ? round((memIdle.rss - memQuiet.rss) / idleHere / 1024, 1) : null,
+    heap_and_buffers_per_idle_session_kb: rest.held ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+    array_buffers_per_idle_session_kb: rest.held ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+    heap_and_buffers_per_talking_session_kb: held ? round((memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers) / heldHere / 1024, 1) : null,
     machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
     backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
     platform_first: platformFirst,
@@ -452,7 +456,7 @@ async function main() {
     platform_main_thread_cores: mainThreadCores,
     ...(second ? {
       nodes: 2,
-      note_nodes: 'platform_* and event_loop_delay_ms are the first node; second_node is the other; platform_cpu_cores_all_nodes both',
+      note_nodes: 'platform_* (but platform_cpu_ms_per_talking_session_second), memory_* and event_loop_delay_ms are the first node, memory per the half of the sessions it holds; second_node is the other; platform_cpu_cores_all_nodes both',
       second_node: { cpu_cores: othersCores.second_node, main_thread_cores: secondMainCores, event_loop_delay_ms: secondLoop },
       platform_cpu_cores_all_nodes: round(cpuCoreS / wallS + (othersCores.second_node ?? 0), 3),
     } : {}),
