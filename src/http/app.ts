@@ -8,6 +8,9 @@ import { JSON_BODY_LIMIT, isJson, isMsgpack, mediaType, parseJson, parseMsgpack 
 import { Reply } from './reply.ts';
 import { Router, type Ctx, type Method, type Principal, type RouteSpec } from './router.ts';
 
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT. */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
 /**
  * Whether the real uWebSockets.js binding loaded. The trufflesuite build silently falls back
  * to a slow `ws`-based imitation when its binary cannot load; the native module's path ends
@@ -174,9 +177,15 @@ export class HttpApp {
     this.envelopes = [...this.envelopes.filter((e) => e.prefix !== p), { prefix: p, envelope }].sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
+  /**
+   * Listens on `host:port`, alone: uWebSockets.js's default listen sets SO_REUSEPORT on Linux,
+   * which let a second server started on a port that one already held bind it too and take a
+   * share of its connections without an error. The exclusive flag makes that a failed start.
+   */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (token) => {
+      const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (token: uws.us_listen_socket | false) => void) => void;
+      listen.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, (token) => {
         if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
         this.listenSocket = token;
         this.port = uws.us_socket_local_port(token);
