@@ -88,6 +88,12 @@ t.test('the sessions of a killed node are ended node_lost by the other, settled 
   t.ok(answered, 'the session answered on node A');
   t.ok(resume, 'the client has its resume secret');
 
+  // What was said is in the store (written as it happens; a kill loses only writes in flight).
+  for (let i = 0; i < 200; i++) {
+    const r = await call(b.url, 'GET', `/v1/agent/sessions/${sessionId}`);
+    if (r.body?.items?.some((x: any) => x.type === 'message' && x.content === 'hello there')) break;
+    await sleep(50);
+  }
   const killedAt = Date.now();
   a.child.kill('SIGKILL');
   t.equal(await closed, 1006, 'the caller loses the connection');
