@@ -39,7 +39,7 @@ import { createLogger } from '../src/log.ts';
 import { spawnNativeBackend } from '../src/inference/index.ts';
 import { percentile, round } from './lib.ts';
 import { backendTimedPlatformMs, HOPS, readBackendLoops, readBackendTimings } from './turn-timings.ts';
-import { runtimes } from '../src/agent/runtime.ts';
+import { runtimes } from '../src/sessions/runtime.ts';
 import type { TurnTimeline } from '../actors/types.ts';
 
 const arg = (name: string, def: number) => {

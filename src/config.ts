@@ -55,7 +55,7 @@ export interface Config {
   phoneNumberDailyPriceMicros: bigint;
   /**
    * Phone-call settings over the environment's (`PARLEY_OUTBOUND_*`, `PARLEY_RING_TIMEOUT_MS`,
-   * `PARLEY_TRANSFER_PRICE_PER_MINUTE`; `phoneCallSettings` in src/agent/phone-calls.ts): tests and embedders.
+   * `PARLEY_TRANSFER_PRICE_PER_MINUTE`; `phoneCallSettings` in src/phone-calls/service.ts): tests and embedders.
    */
   phoneCalls?: { outboundEnabled?: boolean; dailyLimit?: number; concurrencyLimit?: number; ringTimeoutMs?: number; transferPricePerMinuteMicros?: bigint };
   otlpEndpoint?: string;

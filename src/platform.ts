@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { AgentService } from './agent/agents.ts';
-import { mountAgentRoutes } from './agent/agents-routes.ts';
-import { KnowledgeService } from './agent/knowledge.ts';
-import { mountKnowledgeRoutes } from './agent/knowledge-routes.ts';
-import { ToolService } from './agent/tools.ts';
-import { mountToolRoutes } from './agent/tools-routes.ts';
-import { configHash, createDefaultDraft, patchDraft, type ReferenceResolver, type StoredDraft } from './agent/config/index.ts';
-import { DraftService } from './agent/drafts.ts';
-import { mountDraftRoutes } from './agent/drafts-routes.ts';
-import { SessionService } from './agent/sessions.ts';
-import { mountSessionRoutes } from './agent/sessions-routes.ts';
-import { runtimes, SessionRuntime } from './agent/runtime.ts';
+import { AgentService } from './agents/service.ts';
+import { mountAgentRoutes } from './agents/routes.ts';
+import { KnowledgeService } from './knowledge/service.ts';
+import { mountKnowledgeRoutes } from './knowledge/routes.ts';
+import { ToolService } from './tools/service.ts';
+import { mountToolRoutes } from './tools/routes.ts';
+import { configHash, createDefaultDraft, patchDraft, type ReferenceResolver, type StoredDraft } from './agent-config/index.ts';
+import { DraftService } from './drafts/service.ts';
+import { mountDraftRoutes } from './drafts/routes.ts';
+import { SessionService } from './sessions/service.ts';
+import { mountSessionRoutes } from './sessions/routes.ts';
+import { runtimes, SessionRuntime } from './sessions/runtime.ts';
 import { realClock } from '../actors/clock.ts';
 import { CONNECT_PATH, mountWebsocketTransport } from './transport/websocket.ts';
 import { nodeIdentity } from './transport/node-url.ts';
@@ -18,7 +18,7 @@ import { SessionRegistry } from './state/session-registry.ts';
 import { LivekitAgents, livekitSessionMinter } from './transport/livekit-agent.ts';
 import { livekitRoomEnsurer } from './transport/livekit.ts';
 import { KeyVerifier } from './auth/keys.ts';
-import { bootstrap } from './bootstrap.ts';
+import { bootstrap } from './auth/bootstrap.ts';
 import { DEFAULT_BACKEND_ADDRESS, inferenceCallLimit, loadConfig, type Config } from './config.ts';
 import { createSecretBox, loadMasterKey, type SecretBox } from './crypto/secrets.ts';
 import { HttpApp, uwsBinding } from './http/app.ts';
@@ -32,11 +32,11 @@ import { storeAdmin } from './admin/service.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createSharedState, type SharedState } from './state/index.ts';
 import { openDatabase, type Database, type Sql } from './store/db.ts';
-import { currentKnowledgeRevisions, knowledgeSourceIdsOf } from './store/knowledge.ts';
-import { keyIsLive } from './store/keys.ts';
+import { currentKnowledgeRevisions, knowledgeSourceIdsOf } from './knowledge/store.ts';
+import { keyIsLive } from './auth/store-keys.ts';
 import { migrate } from './store/migrate.ts';
 import { createInferenceClient, spawnNativeBackend, type InferenceClient, type NativeProcess } from './inference/index.ts';
-import { frozenToolsForPublish, toolIdsOf } from './store/tools.ts';
+import { frozenToolsForPublish, toolIdsOf } from './tools/store.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
 import { mountLiveRoute } from './speech/live.ts';
@@ -46,14 +46,14 @@ import { AsrService } from './speech/asr.ts';
 import { CreditGate, recordUsage } from './speech/usage.ts';
 import { parseSpeechConcurrency, SpeechConcurrency } from './speech/concurrency.ts';
 import { mountAsrRoutes } from './speech/asr-routes.ts';
-import { resolveVoice, VoiceService } from './speech/voices.ts';
-import { mountVoiceRoutes } from './speech/voices-routes.ts';
+import { resolveVoice, VoiceService } from './voices/service.ts';
+import { mountVoiceRoutes } from './voices/routes.ts';
 import { mountWalletRoutes } from './wallet/routes.ts';
 import { WalletService } from './wallet/service.ts';
 import { parseBackoff, WebhookDeliveryService, WebhookWorker } from './webhooks/index.ts';
-import { mountWebhookRoutes } from './agent/webhook-routes.ts';
-import { ToolTestService } from './agent/tool-test.ts';
-import { mountToolTestRoutes } from './agent/tool-test-routes.ts';
+import { mountWebhookRoutes } from './webhooks/routes.ts';
+import { ToolTestService } from './tools/test-service.ts';
+import { mountToolTestRoutes } from './tools/test-routes.ts';
 import { mountElevenLabsRoutes } from './compat/elevenlabs/routes.ts';
 
 export interface Platform {
@@ -282,18 +282,18 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     });
     mountSessionRoutes(http, sessions);
     // The embeddable widget's display config, behind the keyless gate (issue 22, docs/widget.md).
-    const { WidgetConfigService } = await import('./agent/widget-config.ts');
-    const { mountWidgetConfigRoutes } = await import('./agent/widget-config-routes.ts');
+    const { WidgetConfigService } = await import('./widget-config/service.ts');
+    const { mountWidgetConfigRoutes } = await import('./widget-config/routes.ts');
     mountWidgetConfigRoutes(http, new WidgetConfigService(db.sql));
     // Builder preview calls (GAPS.md §10): sessions of the draft frozen at creation.
-    const { PreviewService } = await import('./agent/preview.ts');
-    const { mountPreviewRoutes } = await import('./agent/preview-routes.ts');
+    const { PreviewService } = await import('./preview/service.ts');
+    const { mountPreviewRoutes } = await import('./preview/routes.ts');
     mountPreviewRoutes(http, new PreviewService({ sql: db.sql, sessions, pin }));
-    const { mountRecordingRoutes } = await import('./agent/recordings-routes.ts');
+    const { mountRecordingRoutes } = await import('./recordings/routes.ts');
     mountRecordingRoutes(http, recordings);
     // Agent tests (issue 8): text-only runs of an agent against a scripted user, judged by criteria.
-    const { AgentTestService } = await import('./agent/agent-tests.ts');
-    const { mountAgentTestRoutes } = await import('./agent/agent-tests-routes.ts');
+    const { AgentTestService } = await import('./agent-tests/service.ts');
+    const { mountAgentTestRoutes } = await import('./agent-tests/routes.ts');
     const agentTests = new AgentTestService({ sql: db.sql, inference, box, log, allow: config.outboundAllow });
     mountAgentTestRoutes(http, agentTests);
 
@@ -324,9 +324,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     // Phone numbers (issue 9, "Numbers" and "Carriers"): the embedded sandbox carrier, the
     // routes, and the durable daily rental job on every node (SKIP LOCKED shares the work).
-    const { PhoneNumberService } = await import('./agent/phone-numbers.ts');
-    const { mountPhoneNumberRoutes } = await import('./agent/phone-numbers-routes.ts');
-    const { PhoneRentalJob } = await import('./jobs/phone-rental.ts');
+    const { PhoneNumberService } = await import('./phone-numbers/service.ts');
+    const { mountPhoneNumberRoutes } = await import('./phone-numbers/routes.ts');
+    const { PhoneRentalJob } = await import('./phone-numbers/rental-job.ts');
     const { Carriers, SandboxCarrier, telephonyOf } = await import('./telephony/index.ts');
     const sandboxCarrier = new SandboxCarrier();
     telephonyOf.set(http, { sandbox: sandboxCarrier });
@@ -341,8 +341,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     telephonyOf.set(http, { sandbox: sandboxCarrier, livekitSip, livekitAgents });
     const phoneNumbers = new PhoneNumberService({ sql: db.sql, carriers, dailyPriceMicros: config.phoneNumberDailyPriceMicros, limit: config.phoneNumberLimit, log });
     mountPhoneNumberRoutes(http, phoneNumbers);
-    const { PhoneCallService, phoneCallSettings } = await import('./agent/phone-calls.ts');
-    const { mountPhoneCallRoutes } = await import('./agent/phone-calls-routes.ts');
+    const { PhoneCallService, phoneCallSettings } = await import('./phone-calls/service.ts');
+    const { mountPhoneCallRoutes } = await import('./phone-calls/routes.ts');
     const phoneCalls = new PhoneCallService({
       sql: db.sql, state, box, sessions, runtime, carriers, inference, log, outboundAllow: config.outboundAllow,
       resolveVoice: (teamId, id) => resolveVoice(db.sql, teamId, id), settings: { ...phoneCallSettings(env), ...config.phoneCalls },

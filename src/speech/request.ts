@@ -120,7 +120,7 @@ export function countChars(text: string): number {
   return n;
 }
 
-/** A stored voice as the voice-model service resolves it (src/speech/voices.ts). */
+/** A stored voice as the voice-model service resolves it (src/voices/service.ts). */
 export interface ResolvedVoice {
   referenceId: string;
   references: { audio: Uint8Array; text: string }[];

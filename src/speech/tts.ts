@@ -23,7 +23,7 @@ export interface TtsDeps {
   sql: Sql;
   log: Logger;
   tracing: Tracing;
-  /** Stored voices (src/speech/voices.ts `resolveVoice`, bound to the store). */
+  /** Stored voices (src/voices/service.ts `resolveVoice`, bound to the store). */
   resolveVoice: VoiceResolver;
   /** The platform's key check (for the live socket's upgrade). */
   authenticate: Authenticate;

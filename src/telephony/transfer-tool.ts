@@ -17,7 +17,7 @@
  */
 import type { SessionBackend, SessionTool, ToolOutcome } from '../../actors/types.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
-import type { TransferDestination } from '../agent/config/index.ts';
+import type { TransferDestination } from '../agent-config/index.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16 } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
 import type { CallParty } from './call-link.ts';

@@ -2,7 +2,7 @@
 // a session of the draft frozen at creation, capped at min(600 s, max_duration_seconds), never
 // listed, no webhooks, no stored transcript, analysis readable only through the preview read.
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { connect, sleep, useTestClock } from '../e2e/session-helpers.ts';

@@ -1,7 +1,7 @@
 /** Helpers for end-to-end session tests: a caller that speaks synthetic audio and hears the agent. */
 import WebSocket from 'ws';
 import { TestClock } from '../../actors/clock.ts';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts';
 import { start, type Conversation, type StartOptions, type Transcript } from '../../src/client/index.ts';
 import type { TestServer } from '../helpers/server.ts';

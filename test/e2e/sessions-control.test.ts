@@ -1,6 +1,6 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { start, ClientError } from '../../src/client/index.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep, useTestClock } from './session-helpers.ts';

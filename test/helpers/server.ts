@@ -4,7 +4,7 @@ import type { Config } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
 import { createLogger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
-import { createTeam } from '../../src/store/teams.ts';
+import { createTeam } from '../../src/auth/store-teams.ts';
 import { startBackend, type Backend as NativeBackend, type BackendOptions } from '../../native/server.ts';
 
 export interface TestServer extends Platform {

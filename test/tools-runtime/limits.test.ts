@@ -1,5 +1,5 @@
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { join, makeTool, sleep, startToolsPlatform, toolAgent, toolItems, until } from './helpers.ts';
 
 const { app, endpoint } = await startToolsPlatform(t);

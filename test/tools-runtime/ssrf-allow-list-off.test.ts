@@ -1,7 +1,7 @@
 // Issue 8 acceptance: "A tool whose host name resolves to 127.0.0.1 (test resolver) is refused
 // when the allow-list is off." A platform with no PARLEY_OUTBOUND_ALLOW at all.
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { join, makeTool, startEndpoint, toolAgent, toolItems } from './helpers.ts';
 

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
-import { runtimes } from '../../src/agent/runtime.ts';
+import { runtimes } from '../../src/sessions/runtime.ts';
 import { AGENT_STATE_ATTRIBUTE, agentIdentity, LivekitAgents } from '../../src/transport/livekit-agent.ts';
 import { callerIdentity } from '../../src/transport/livekit.ts';
 import * as fakeRtc from '../fixtures/fake-rtc.ts';
