@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { ServiceError } from '../errors.ts';
-import { issuesToFields } from '../http/validation.ts';
+import { issuesToFields } from '../validation.ts';
 import { configHash } from './hash.ts';
 import { applyPatch, validateReferences, type ReferenceResolver, type SecretSealer } from './merge.ts';
 import { createConfigPatchSchema, type ConfigSchemaOptions, type ParsedPatch, type StoredDraft } from './schema.ts';

@@ -2,7 +2,7 @@ import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import {
   agentTest, agentTestCreateBody, agentTestListQuery, agentTestPatchBody, agentTestRun, agentTestRunBody, agentTestRunResult, toRun,
   type AgentTestService,

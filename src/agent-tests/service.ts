@@ -14,7 +14,7 @@ import type { ServerMessage, SessionTool } from '../../actors/types.ts';
 import { analysisModel, analyze, type AnalysisConfig } from '../analysis/index.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
 import { ServiceError, invalidField, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import { newId } from '../ids.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { Logger } from '../log.ts';

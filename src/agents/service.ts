@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { deleteAgent, getAgent, insertAgent, listAgents, updateAgent, type AgentFilter, type AgentRow } from './store.ts';
 import type { PageRequest } from '../store/paginate.ts';

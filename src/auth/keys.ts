@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from './principal.ts';
 import type { Sql } from '../store/db.ts';
 import { findKeyByHash, insertKey, type ApiKeyRow } from './store-keys.ts';
 

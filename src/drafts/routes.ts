@@ -1,7 +1,7 @@
 import { configPatchSchema, configReadSchema } from '../agent-config/index.ts';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { DraftService, publishBody, toSummary, versionNumber, versionSummary } from './service.ts';
 import { who } from '../http/router.ts';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { getDraft, getVersion, latestVersion, listVersions, publishDraft, updateDraft, type DraftRow, type PublishPolicy, type VersionRow, type VersionSummaryRow } from './store.ts';
 import type { PageRequest } from '../store/paginate.ts';

@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import { ServiceError, toServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Authenticate } from '../auth/principal.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { JSON_BODY_LIMIT, isJson, isMsgpack, mediaType, parseJson, parseMsgpack } from './body.ts';
+import { JSON_BODY_LIMIT, formFields, isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart, type Form } from './body.ts';
 import { Reply } from './reply.ts';
 import { Router, type Ctx, type Method, type Principal, type RouteSpec } from './router.ts';
 
@@ -23,10 +24,7 @@ export function uwsBinding(): { native: boolean; reason?: string } {
   };
 }
 
-export type Authenticate = (
-  authorization: string,
-  messages: { invalid: string; expired: string },
-) => Promise<Principal>;
+export type { Authenticate } from '../auth/principal.ts';
 
 /**
  * A compat family's error body for errors the HTTP layer itself answers under its prefix
@@ -276,7 +274,11 @@ export class HttpApp {
         if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
         throw new ServiceError('not_found', 'Not found');
       }
-      const ctx: Ctx = { method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply };
+      let form: Form | undefined;
+      const ctx: Ctx = {
+        method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply,
+        form: () => (form ??= formFields(parseMultipart(ctx.rawBody ?? Buffer.alloc(0), headers['content-type'] ?? ''))),
+      };
       const messages = spec.authMessages ?? DEFAULT_AUTH_MESSAGES;
       if (spec.auth !== 'none') {
         const header = headers['authorization'];

@@ -54,8 +54,14 @@ export function parseMultipart(body: Buffer, contentType: string): Part[] {
   return parts.map((p) => ({ name: p.name, filename: p.filename, type: p.type, data: Buffer.from(p.data) }));
 }
 
+/** A multipart form: text fields and files by name. */
+export interface Form {
+  fields: Record<string, string | string[]>;
+  files: Record<string, Part[]>;
+}
+
 /** Form fields of a multipart body: repeated names (and `name[]`) collect into arrays. */
-export function formFields(parts: Part[]): { fields: Record<string, string | string[]>; files: Record<string, Part[]> } {
+export function formFields(parts: Part[]): Form {
   const fields: Record<string, string | string[]> = {};
   const files: Record<string, Part[]> = {};
   for (const p of parts) {

@@ -1,15 +1,12 @@
 import type { z } from 'zod';
 import type { Logger } from '../log.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Form } from './body.ts';
 import type { Reply } from './reply.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** Who is calling: the team of a valid API key. */
-export interface Principal {
-  teamId: string;
-  keyId: string;
-  betaAccess: boolean;
-}
+export type { Principal } from '../auth/principal.ts';
 
 export type BodyKind = 'none' | 'json' | 'json-or-msgpack' | 'multipart' | 'any';
 
@@ -47,6 +44,11 @@ export interface Ctx {
   body: unknown;
   /** The raw body bytes, when there was a body. */
   rawBody?: Buffer;
+  /**
+   * A `multipart` route's form: its text fields and files (repeated names collect into
+   * arrays), parsed once, on first use (a malformed body → 400 then).
+   */
+  form(): Form;
   principal?: Principal;
   requestId: string;
   ip: string;

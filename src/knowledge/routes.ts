@@ -1,6 +1,6 @@
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import {
   KNOWLEDGE_BODY_LIMIT, KnowledgeService, knowledgeAgentsBody, knowledgeCreateForm, knowledgeEntity, knowledgeListQuery,
   knowledgePatchForm, knowledgeSummary, readKnowledgeForm, toKnowledgeEntity, toKnowledgeSummary,
@@ -20,7 +20,7 @@ export function mountKnowledgeRoutes(http: HttpApp, knowledge: KnowledgeService)
       summary: 'Upload a knowledge source (multipart/form-data, UTF-8 plain text)', tags, body: knowledgeCreateForm,
       responses: { 201: { description: 'The new source, indexed', schema: knowledgeEntity }, 400: badUpload, 403: { description: 'No beta access', schema: errorBody }, 413: { description: 'Request body over the route limit', schema: errorBody }, 415: { description: 'Not multipart/form-data (bare)' } },
     },
-    handler: async (ctx) => ({ status: 201, body: await knowledge.create(who(ctx), readKnowledgeForm(ctx.rawBody!, ctx.headers['content-type']!, true)) }),
+    handler: async (ctx) => ({ status: 201, body: await knowledge.create(who(ctx), readKnowledgeForm(ctx.form(), true)) }),
   });
   http.route({
     method: 'GET', path: '/v1/agent/knowledge-sources', auth: 'required',
@@ -46,7 +46,7 @@ export function mountKnowledgeRoutes(http: HttpApp, knowledge: KnowledgeService)
     handler: async (ctx) => {
       const id = ctx.params.knowledge_source_id!;
       await knowledge.get(who(ctx), id); // a missing source is 404 before the body is judged
-      return { status: 200, body: await knowledge.update(who(ctx), id, readKnowledgeForm(ctx.rawBody!, ctx.headers['content-type']!, false)) };
+      return { status: 200, body: await knowledge.update(who(ctx), id, readKnowledgeForm(ctx.form(), false)) };
     },
   });
   http.route({

@@ -2,9 +2,8 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { splitSentences } from '../../actors/sentences.ts';
 import { ServiceError, notFound, type FieldError } from '../errors.ts';
-import { formFields, parseMultipart, type Part } from '../http/body.ts';
-import type { Principal } from '../http/router.ts';
-import { issuesToFields } from '../http/validation.ts';
+import type { Principal } from '../auth/principal.ts';
+import { issuesToFields } from '../validation.ts';
 import { newId } from '../ids.ts';
 import type { Sql } from '../store/db.ts';
 import {
@@ -82,19 +81,24 @@ export interface KnowledgeForm {
   file?: { fileName: string; data: Buffer };
 }
 
+/** An upload form as the transport parsed it: text fields and files by name. */
+export interface UploadForm {
+  fields: Record<string, string | string[]>;
+  files: Record<string, { filename?: string; data: Buffer }[]>;
+}
+
 /**
- * Reads the multipart form. Field-level problems (unknown fields, a `source` that is not a
+ * Reads the upload form. Field-level problems (unknown fields, a `source` that is not a
  * file, a missing `source` on create, lengths) → 422 at `['body', field]`.
  */
-export function readKnowledgeForm(raw: Buffer, contentType: string, requireSource: boolean): KnowledgeForm {
-  const { fields, files } = formFields(parseMultipart(raw, contentType));
+export function readKnowledgeForm({ fields, files }: UploadForm, requireSource: boolean): KnowledgeForm {
   const errors: FieldError[] = [];
   const text: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(fields)) {
     if (k === 'source') errors.push({ type: 'file_type', loc: ['body', 'source'], msg: 'Input should be a file', ctx: {} });
     else text[k] = v; // a repeated field arrives as an array and fails as a non-string
   }
-  let file: Part | undefined;
+  let file: UploadForm['files'][string][number] | undefined;
   for (const [k, list] of Object.entries(files)) {
     if (k !== 'source') {
       if (k === 'name' || k === 'description') errors.push({ type: 'string_type', loc: ['body', k], msg: 'Input should be a valid string', ctx: { expected: 'string' } });

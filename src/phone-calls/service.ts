@@ -8,8 +8,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ServiceError, invalidField, type FieldError } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import type { Principal } from '../auth/principal.ts';
+import { parse } from '../validation.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { Logger } from '../log.ts';
 import { outboundFetch } from '../net/index.ts';

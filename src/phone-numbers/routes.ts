@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import {
   PhoneNumberService, availableNumberEntity, numberListQuery, numberPatchBody, numberPurchaseBody, numberSearchQuery, phoneNumberEntity, toEntity,
 } from './service.ts';

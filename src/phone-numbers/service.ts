@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ServiceError, invalidField, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import { getAgent } from '../agents/store.ts';

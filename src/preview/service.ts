@@ -14,8 +14,8 @@
 import { z } from 'zod';
 import { analysisEntity, toAnalysisView } from '../analysis/index.ts';
 import { ServiceError, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import type { Principal } from '../auth/principal.ts';
+import { parse } from '../validation.ts';
 import type { Sql } from '../store/db.ts';
 import { getDraft } from '../drafts/store.ts';
 import { getPreviewSession, type SessionRow } from '../sessions/store.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
 import { getRecordingTrack, listRecordingTracks, type RecordingTrackRow } from './store.ts';

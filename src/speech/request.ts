@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { checkFormat, defaultSampleRateHz, OPUS_BITRATE_AUTO, sniffFormat, type OutputFormat } from '../audio/index.ts';
 import { ServiceError } from '../errors.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { AudioEncoding, LatencyMode } from '../gen/inference/v1/inference_pb.ts';
 import { SPEECH_MODEL_IDS, type SynthesizeInput } from '../inference/index.ts';
 

@@ -1,6 +1,6 @@
 import type { HttpApp } from '../http/app.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { ToolService, toSummary, toToolEntity, toolAgentsBody, toolCreateBody, toolEntity, toolListQuery, toolPatchBody, toolSummary } from './service.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';

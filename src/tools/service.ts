@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { SecretBox } from '../crypto/secrets.ts';
 import { ServiceError, notFound, type FieldError } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import { newId } from '../ids.ts';
 import { checkUrl } from '../net/index.ts';
 import { getAgent } from '../agents/store.ts';

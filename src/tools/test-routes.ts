@@ -1,5 +1,5 @@
 import type { HttpApp } from '../http/app.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { toolTestBody, toolTestResult, type ToolTestService } from './test-service.ts';
 import { errorBody } from '../http/openapi.ts';
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ServiceError, invalidField, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import { outboundFetch, type Resolver } from '../net/index.ts';
 import type { RuntimeTool } from './service.ts';
 

@@ -2,7 +2,7 @@ import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { ledgerEntry, ledgerQuery, teamEntity, toLedgerEntry, usageQuery, usageReport, type UsageService } from './service.ts';
 
 const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ServiceError } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import { listLedger, usageByDay, type LedgerRow, type UsageKindRow } from './store-billing.ts';
 import type { Sql } from '../store/db.ts';
 import type { PageRequest } from '../store/paginate.ts';

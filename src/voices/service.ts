@@ -15,8 +15,7 @@ import { z } from 'zod';
 import { decodeAudio, int16ToPcmBytes, resampleAll, wavHeader } from '../audio/index.ts';
 import { ServiceError, type FieldError } from '../errors.ts';
 import { AudioEncoding } from '../gen/inference/v1/inference_pb.ts';
-import { isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart } from '../http/body.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { newId } from '../ids.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { Logger } from '../log.ts';
@@ -66,68 +65,9 @@ function wavFile(pcm: Uint8Array, sampleRateHz: number): Uint8Array {
 }
 
 // ---------------------------------------------------------------------------------------
-// Request bodies
+// Request bodies (read from the wire by readModelBody in ./routes.ts)
 
 type Body = Record<string, unknown>;
-type Kind = 'multipart' | 'json' | 'msgpack' | 'form';
-const FILE_FIELDS = new Set(['voices', 'cover_image']);
-
-/**
- * Reads a `/model` body into a plain object. Multipart: repeated fields become arrays and
- * the file fields (`voices`, `cover_image`) stay bytes whether or not a part names a file.
- * Missing body (PATCH): `{}`.
- */
-export function readModelBody(raw: Buffer | undefined, contentType: string | undefined, optional: boolean): { body: Body; kind: Kind } {
-  const type = mediaType(contentType);
-  if (!raw || raw.length === 0) {
-    if (optional) return { body: {}, kind: 'json' };
-    throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-  }
-  let body: Body;
-  let kind: Kind;
-  if (type === 'multipart/form-data') {
-    kind = 'multipart';
-    body = {};
-    for (const p of parseMultipart(raw, contentType!)) {
-      const name = p.name.replace(/\[\d*\]$/, '');
-      const value = FILE_FIELDS.has(name) ? new Uint8Array(p.data) : p.data.toString('utf8');
-      append(body, name, value);
-    }
-  } else if (type === 'application/x-www-form-urlencoded') {
-    kind = 'form';
-    body = {};
-    for (const [k, v] of new URLSearchParams(raw.toString('utf8'))) append(body, k.replace(/\[\d*\]$/, ''), v);
-  } else if (isJson(contentType) || isMsgpack(contentType)) {
-    kind = isJson(contentType) ? 'json' : 'msgpack';
-    const v = kind === 'json' ? parseJson(raw) : parseMsgpack(raw);
-    if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Uint8Array) throw new ServiceError('bad_request', 'The body must be an object');
-    body = { ...(v as Body) };
-  } else {
-    throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-  }
-  for (const [k, v] of Object.entries(body)) if (v === null || v === undefined) delete body[k];
-  // Files given as text (JSON, urlencoded, or a MessagePack str) are standard base64.
-  for (const name of FILE_FIELDS) {
-    const v = body[name];
-    if (typeof v === 'string') body[name] = base64(v, [name]);
-    else if (Array.isArray(v)) body[name] = v.map((x, i) => (typeof x === 'string' ? base64(x, [name, i]) : x));
-  }
-  return { body, kind };
-}
-
-function append(body: Body, name: string, value: unknown): void {
-  const prev = body[name];
-  if (prev === undefined) body[name] = value;
-  else body[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
-}
-
-function base64(s: string, loc: (string | number)[]): Uint8Array {
-  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(s)) {
-    throw new ServiceError('invalid', 'Expected standard base64', { fields: [{ type: 'base64', loc: ['body', ...loc], msg: 'Expected a file, or standard base64 in JSON and urlencoded bodies', ctx: {} }] });
-  }
-  return new Uint8Array(Buffer.from(s, 'base64'));
-}
-
 /** A list field: an array, repeated form fields, or one comma-separated string. */
 function listOf(v: unknown): unknown {
   if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);

@@ -1,7 +1,7 @@
 import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { SPEECH_AUTH_MESSAGES } from '../speech/asr-routes.ts';
 import { apiCreditEntity, apiCreditQuery, packageEntity, type WalletService } from './service.ts';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { getSession } from '../sessions/store.ts';
 import { listSessionDeliveries, redeliver, type DeliveryRow } from './store.ts';

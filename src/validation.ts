@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ServiceError, type FieldError } from '../errors.ts';
+import { ServiceError, type FieldError } from './errors.ts';
 
 /**
  * Request validation. Every body, query and path schema is a zod schema (strict objects:
