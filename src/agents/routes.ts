@@ -1,6 +1,5 @@
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../validation.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import { AgentService, agentCreateBody, agentEntity, agentListQuery, agentPatchBody, toEntity } from './service.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
@@ -10,17 +9,16 @@ import { who } from '../http/router.ts';
 export function mountAgentRoutes(http: HttpApp, agents: AgentService): void {
   const tags = ['Agents'];
   http.route({
-    method: 'POST', path: '/v1/agent/agents', auth: 'required', body: 'json',
-    doc: { summary: 'Create an agent', tags, body: agentCreateBody, responses: { 201: { description: 'The new agent (draft)', schema: agentEntity }, 403: { description: 'No beta access', schema: errorBody } } },
-    handler: async (ctx) => ({ status: 201, body: await agents.create(who(ctx), parse(agentCreateBody, ctx.body)) }),
+    method: 'POST', path: '/v1/agent/agents', auth: 'required', body: 'json', input: { body: agentCreateBody },
+    doc: { summary: 'Create an agent', tags, responses: { 201: { description: 'The new agent (draft)', schema: agentEntity }, 403: { description: 'No beta access', schema: errorBody } } },
+    handler: async (ctx) => ({ status: 201, body: await agents.create(who(ctx), ctx.input.body) }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/agents', auth: 'required',
-    doc: { summary: 'List agents (newest first)', tags, query: agentListQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of agents', schema: pageSchema('agents', agentEntity) } } },
+    method: 'GET', path: '/v1/agent/agents', auth: 'required', input: { query: agentListQuery, page: 'created' },
+    doc: { summary: 'List agents (newest first)', tags, responses: { 200: { description: 'A page of agents', schema: pageSchema('agents', agentEntity) } } },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query);
-      const f = parse(agentListQuery, Object.fromEntries(['search', 'include_archived', 'publication_state'].filter((k) => ctx.query.has(k)).map((k) => [k, ctx.query.get(k)])), 'query');
-      const page = await agents.list(who(ctx), { search: f.search, includeArchived: f.include_archived, publicationState: f.publication_state }, req);
+      const f = ctx.input.query;
+      const page = await agents.list(who(ctx), { search: f.search, includeArchived: f.include_archived, publicationState: f.publication_state }, ctx.input.page);
       return { status: 200, body: pageBody('agents', page, toEntity) };
     },
   });
@@ -30,9 +28,9 @@ export function mountAgentRoutes(http: HttpApp, agents: AgentService): void {
     handler: async (ctx) => ({ status: 200, body: toEntity(await agents.get(who(ctx), ctx.params.agent_id!)) }),
   });
   http.route({
-    method: 'PATCH', path: '/v1/agent/agents/{agent_id}', auth: 'required', body: 'json',
-    doc: { summary: 'Update an agent profile', tags, body: agentPatchBody, responses: { 200: { description: 'The agent', schema: agentEntity } } },
-    handler: async (ctx) => ({ status: 200, body: await agents.update(who(ctx), ctx.params.agent_id!, parse(agentPatchBody, ctx.body)) }),
+    method: 'PATCH', path: '/v1/agent/agents/{agent_id}', auth: 'required', body: 'json', input: { body: agentPatchBody },
+    doc: { summary: 'Update an agent profile', tags, responses: { 200: { description: 'The agent', schema: agentEntity } } },
+    handler: async (ctx) => ({ status: 200, body: await agents.update(who(ctx), ctx.params.agent_id!, ctx.input.body) }),
   });
   http.route({
     method: 'DELETE', path: '/v1/agent/agents/{agent_id}', auth: 'required',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ServiceError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Principal } from '../auth/principal.ts';
+import { requireBeta, type Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { deleteAgent, getAgent, insertAgent, listAgents, updateAgent, type AgentFilter, type AgentRow } from './store.ts';
 import type { PageRequest } from '../store/paginate.ts';
@@ -94,7 +94,7 @@ export class AgentService {
 
   /** Creating agent resources needs beta access on the team. */
   static requireBeta(p: Principal): void {
-    if (!p.betaAccess) throw new ServiceError('forbidden', 'Agent platform is in private beta. Apply for access to enable agents for your team.');
+    requireBeta(p);
   }
 
   async create(p: Principal, body: z.infer<typeof agentCreateBody>): Promise<AgentEntity> {

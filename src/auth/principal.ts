@@ -1,3 +1,5 @@
+import { ServiceError } from '../errors.ts';
+
 /** Who is calling: the team of a valid API key. */
 export interface Principal {
   teamId: string;
@@ -14,3 +16,8 @@ export type Authenticate = (
   authorization: string,
   messages: { invalid: string; expired: string },
 ) => Promise<Principal>;
+
+/** The agent platform is in private beta: a team without beta access gets 403. */
+export function requireBeta(p: Principal): void {
+  if (!p.betaAccess) throw new ServiceError('forbidden', 'Agent platform is in private beta. Apply for access to enable agents for your team.');
+}

@@ -1,7 +1,6 @@
 import { configPatchSchema, configReadSchema } from '../agent-config/index.ts';
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../validation.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import { DraftService, publishBody, toSummary, versionNumber, versionSummary } from './service.ts';
 import { who } from '../http/router.ts';
 
@@ -20,16 +19,15 @@ export function mountDraftRoutes(http: HttpApp, drafts: DraftService): void {
     handler: async (ctx) => ({ status: 200, body: await drafts.patch(who(ctx), ctx.params.agent_id!, ctx.body) }),
   });
   http.route({
-    method: 'POST', path: '/v1/agent/agents/{agent_id}/publish', auth: 'required', body: 'json', bodyOptional: true,
-    doc: { summary: 'Publish the draft as the next immutable version', tags, body: publishBody, responses: { 200: { description: 'The version (the existing one when nothing changed)', schema: versionSummary } } },
-    handler: async (ctx) => ({ status: 200, body: await drafts.publish(who(ctx), ctx.params.agent_id!, parse(publishBody, ctx.body ?? {})) }),
+    method: 'POST', path: '/v1/agent/agents/{agent_id}/publish', auth: 'required', body: 'json', bodyOptional: true, input: { body: publishBody },
+    doc: { summary: 'Publish the draft as the next immutable version', tags, responses: { 200: { description: 'The version (the existing one when nothing changed)', schema: versionSummary } } },
+    handler: async (ctx) => ({ status: 200, body: await drafts.publish(who(ctx), ctx.params.agent_id!, ctx.input.body) }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/agents/{agent_id}/versions', auth: 'required',
-    doc: { summary: 'List published versions (highest first)', tags, query: paginationQuery, responses: { 200: { description: 'A page of versions', schema: pageSchema('versions', versionSummary) } } },
+    method: 'GET', path: '/v1/agent/agents/{agent_id}/versions', auth: 'required', input: { page: 'number' },
+    doc: { summary: 'List published versions (highest first)', tags, responses: { 200: { description: 'A page of versions', schema: pageSchema('versions', versionSummary) } } },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query, 'number');
-      return { status: 200, body: pageBody('versions', await drafts.listVersions(who(ctx), ctx.params.agent_id!, req), toSummary) };
+      return { status: 200, body: pageBody('versions', await drafts.listVersions(who(ctx), ctx.params.agent_id!, ctx.input.page), toSummary) };
     },
   });
   http.route({

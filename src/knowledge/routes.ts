@@ -1,6 +1,5 @@
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../validation.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import {
   KNOWLEDGE_BODY_LIMIT, KnowledgeService, knowledgeAgentsBody, knowledgeCreateForm, knowledgeEntity, knowledgeListQuery,
   knowledgePatchForm, knowledgeSummary, readKnowledgeForm, toKnowledgeEntity, toKnowledgeSummary,
@@ -23,12 +22,10 @@ export function mountKnowledgeRoutes(http: HttpApp, knowledge: KnowledgeService)
     handler: async (ctx) => ({ status: 201, body: await knowledge.create(who(ctx), readKnowledgeForm(ctx.form(), true)) }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/knowledge-sources', auth: 'required',
-    doc: { summary: 'List knowledge sources (newest first)', tags, query: knowledgeListQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of sources (without content)', schema: pageSchema('knowledge_sources', knowledgeSummary) } } },
+    method: 'GET', path: '/v1/agent/knowledge-sources', auth: 'required', input: { query: knowledgeListQuery, page: 'created' },
+    doc: { summary: 'List knowledge sources (newest first)', tags, responses: { 200: { description: 'A page of sources (without content)', schema: pageSchema('knowledge_sources', knowledgeSummary) } } },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query);
-      const f = parse(knowledgeListQuery, Object.fromEntries(['search'].filter((k) => ctx.query.has(k)).map((k) => [k, ctx.query.get(k)])), 'query');
-      const page = await knowledge.list(who(ctx), { search: f.search }, req);
+      const page = await knowledge.list(who(ctx), { search: ctx.input.query.search }, ctx.input.page);
       return { status: 200, body: pageBody('knowledge_sources', page, toKnowledgeSummary) };
     },
   });

@@ -1,16 +1,15 @@
 import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
-import { PhoneCallError, phoneCallBody, phoneCallCreated, phoneCallError, type PhoneCallService } from './service.ts';
+import { phoneCallBody, phoneCallCreated, phoneCallError, type PhoneCallService } from './service.ts';
 
 /** POST /v1/agent/phone-calls (GAPS.md §13.3): refusals carry a `reason` beside status and message. */
 export function mountPhoneCallRoutes(http: HttpApp, calls: PhoneCallService): void {
   http.route({
-    method: 'POST', path: '/v1/agent/phone-calls', auth: 'required', body: 'json',
+    method: 'POST', path: '/v1/agent/phone-calls', auth: 'required', body: 'json', input: { body: phoneCallBody },
     doc: {
       summary: 'Place an outbound call: the agent talks to to_number from one of your numbers. Answers at once (status queued); poll the session for dial_status. Header Idempotency-Key replays for 24 h.',
       tags: ['Phone calls'],
-      body: phoneCallBody,
       responses: {
         201: { description: 'Queued: the session id of the call', schema: phoneCallCreated },
         402: { description: 'insufficient_credit', schema: phoneCallError },
@@ -22,13 +21,6 @@ export function mountPhoneCallRoutes(http: HttpApp, calls: PhoneCallService): vo
         503: { description: 'Session capacity reached, or a dependency is unavailable: safe to retry with the same key', schema: errorBody },
       },
     },
-    handler: async (ctx) => {
-      try {
-        return await calls.create(who(ctx), ctx.body, ctx.headers['idempotency-key']);
-      } catch (err) {
-        if (err instanceof PhoneCallError && err.code !== 'invalid') return { status: err.status, body: { status: err.status, message: err.message, reason: err.reason }, headers: err.headers };
-        throw err;
-      }
-    },
+    handler: async (ctx) => calls.create(who(ctx), ctx.input.body, ctx.body, ctx.headers['idempotency-key']),
   });
 }

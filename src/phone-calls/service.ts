@@ -7,9 +7,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ServiceError, invalidField, type FieldError } from '../errors.ts';
+import { ServiceError, invalidField, type FieldError, type ServiceErrorOptions } from '../errors.ts';
 import type { Principal } from '../auth/principal.ts';
-import { parse } from '../validation.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { Logger } from '../log.ts';
 import { outboundFetch } from '../net/index.ts';
@@ -64,21 +63,14 @@ export const phoneCallCreated = z.object({ session_id: z.string(), status: z.lit
 export const phoneCallError = z.object({ status: z.number().int(), message: z.string(), reason: z.string() });
 
 /** A refusal of call creation with its GAPS.md §13.3 `reason` (rendered beside status and message). */
-export class PhoneCallError extends ServiceError {
-  constructor(
-    code: ServiceError['code'],
-    message: string,
-    readonly reason: string,
-    options?: ConstructorParameters<typeof ServiceError>[2],
-  ) {
-    super(code, message, options);
-  }
+function refused(code: ServiceError['code'], message: string, reason: string, options?: ServiceErrorOptions): ServiceError {
+  return new ServiceError(code, message, { ...options, reason });
 }
 
 /** 422 with a reason: the usual list shape, one entry whose `type` is the reason. */
-function unprocessable(reason: string, msg: string, loc: (string | number)[] = ['body', 'to_number']): PhoneCallError {
+function unprocessable(reason: string, msg: string, loc: (string | number)[] = ['body', 'to_number']): ServiceError {
   const fields: FieldError[] = [{ type: reason, loc, msg: `Value error, ${msg}`, ctx: { reason } }];
-  return new PhoneCallError('invalid', msg, reason, { fields });
+  return refused('invalid', msg, reason, { fields });
 }
 
 export interface PhoneCallSettings {
@@ -186,7 +178,7 @@ export class PhoneCallService {
     const slot = { key: `outbound-call-slots:${teamId}`, holder: randomUUID() };
     const r = await this.d.state.acquireSlot(slot.key, slot.holder, limit, CALL_SLOT_LEASE_MS);
     if (!r.acquired)
-      throw new PhoneCallError('rate_limited', `Too many calls in progress (${limit} at once)`, 'concurrency_limit_exceeded', {
+      throw refused('rate_limited', `Too many calls in progress (${limit} at once)`, 'concurrency_limit_exceeded', {
         headers: { 'Retry-After': String(CONCURRENCY_RETRY_AFTER_S) },
       });
     return slot;
@@ -283,19 +275,19 @@ export class PhoneCallService {
   // Outbound
 
   /**
-   * `POST /v1/agent/phone-calls`. Order: body (422) → Idempotency-Key (replay, 409, 422) →
+   * `POST /v1/agent/phone-calls`. `body` is the route-validated form of `raw` (the
+   * request body as sent, whose hash an Idempotency-Key remembers). Order: body (422, the route) → Idempotency-Key (replay, 409, 422) →
    * outbound switch (403) → number (404) → agent (404) → published (409) → number state and
    * provider (422) → destination (422) → daily limit (429; every attempt reaching it counts)
    * → concurrency (429) → capacity (503) → credit (402). Then the dial runs in the background.
    */
-  async create(p: Principal, raw: unknown, idempotencyKey?: string): Promise<{ status: number; body: unknown }> {
-    const body = parse(phoneCallBody, raw);
+  async create(p: Principal, body: PhoneCallBody, raw: unknown, idempotencyKey?: string): Promise<{ status: number; body: unknown }> {
     if (idempotencyKey === undefined || idempotencyKey === '') return { status: 201, body: await this.place(p, body) };
     if (idempotencyKey.length > 255) throw invalidField(['header', 'Idempotency-Key'], 'Value error, Idempotency-Key is at most 255 characters', 'string_too_long');
     const hash = createHash('sha256').update(JSON.stringify(raw)).digest('hex');
     const claim = await claimIdempotencyKey(this.d.sql, p.teamId, idempotencyKey, hash);
     if (claim.state === 'replay') return { status: claim.status, body: claim.response };
-    if (claim.state === 'in_progress') throw new PhoneCallError('conflict', 'A request with this Idempotency-Key is still in progress', 'idempotency_key_conflict');
+    if (claim.state === 'in_progress') throw refused('conflict', 'A request with this Idempotency-Key is still in progress', 'idempotency_key_conflict');
     if (claim.state === 'reused') throw unprocessable('idempotency_key_reuse', 'This Idempotency-Key was used with a different request body', ['header', 'Idempotency-Key']);
     try {
       const created = await this.place(p, body);
@@ -309,13 +301,13 @@ export class PhoneCallService {
 
   private async place(p: Principal, body: PhoneCallBody): Promise<z.infer<typeof phoneCallCreated>> {
     const s = this.d.settings;
-    if (!s.outboundEnabled) throw new PhoneCallError('forbidden', 'Outbound calls are disabled on this platform', 'outbound_disabled');
+    if (!s.outboundEnabled) throw refused('forbidden', 'Outbound calls are disabled on this platform', 'outbound_disabled');
     const number = await numberOfTeam(this.d.sql, p.teamId, body.phone_number_id);
-    if (!number) throw new PhoneCallError('not_found', 'Phone number not found', 'number_not_found');
+    if (!number) throw refused('not_found', 'Phone number not found', 'number_not_found');
     const agent = await getSessionForCreation(this.d.sql, body.agent_id, p.teamId);
-    if (!agent) throw new PhoneCallError('not_found', 'Agent not found', 'agent_not_found');
-    if (agent.version_number === null) throw new PhoneCallError('conflict', 'Agent has no published version', 'agent_not_published');
-    if (agent.status === 'archived') throw new PhoneCallError('conflict', 'Agent is archived', 'agent_not_published');
+    if (!agent) throw refused('not_found', 'Agent not found', 'agent_not_found');
+    if (agent.version_number === null) throw refused('conflict', 'Agent has no published version', 'agent_not_published');
+    if (agent.status === 'archived') throw refused('conflict', 'Agent is archived', 'agent_not_published');
     if (number.status !== 'active') throw unprocessable('number_inactive', `The phone number is ${number.status}, not active`, ['body', 'phone_number_id']);
     let calls: CallControl | undefined;
     try {
@@ -333,7 +325,7 @@ export class PhoneCallService {
     if (attempts > s.dailyLimit) {
       const now = Date.now();
       const midnight = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate() + 1);
-      throw new PhoneCallError('rate_limited', `Daily outbound call limit reached (${s.dailyLimit} per UTC day)`, 'daily_limit_exceeded', {
+      throw refused('rate_limited', `Daily outbound call limit reached (${s.dailyLimit} per UTC day)`, 'daily_limit_exceeded', {
         headers: { 'Retry-After': String(Math.max(1, Math.ceil((midnight - now) / 1000))) },
       });
     }
@@ -350,7 +342,7 @@ export class PhoneCallService {
       });
     } catch (err) {
       this.freeSlot(slot);
-      if (err instanceof ServiceError && err.code === 'payment_required') throw new PhoneCallError('payment_required', 'Out of API credit', 'insufficient_credit');
+      if (err instanceof ServiceError && err.code === 'payment_required') throw refused('payment_required', 'Out of API credit', 'insufficient_credit');
       throw err;
     }
     this.holdSlot(session.id, slot);

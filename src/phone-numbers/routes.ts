@@ -8,30 +8,26 @@ import {
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 
-const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));
 
 /** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (GAPS.md §13.2). */
 export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberService): void {
   const tags = ['Phone numbers'];
   http.route({
-    method: 'GET', path: '/v1/agent/available-phone-numbers', auth: 'required',
+    method: 'GET', path: '/v1/agent/available-phone-numbers', auth: 'required', input: { query: numberSearchQuery },
     doc: {
-      summary: 'Search numbers a carrier offers (not a reservation)', tags, query: numberSearchQuery,
+      summary: 'Search numbers a carrier offers (not a reservation)', tags,
       responses: {
         200: { description: 'Numbers available now', schema: z.object({ available_phone_numbers: z.array(availableNumberEntity) }) },
         400: { description: 'Toll-free search, or a provider this platform does not have', schema: errorBody },
         502: { description: 'The carrier refused the request', schema: errorBody },
       },
     },
-    handler: async (ctx) => {
-      const q = parse(numberSearchQuery, pick(ctx.query, ['country_code', 'area_code', 'number_type', 'provider']), 'query');
-      return { status: 200, body: await numbers.search(q, ctx.signal) };
-    },
+    handler: async (ctx) => ({ status: 200, body: await numbers.search(ctx.input.query, ctx.signal) }),
   });
   http.route({
-    method: 'POST', path: '/v1/agent/phone-numbers', auth: 'required', body: 'json',
+    method: 'POST', path: '/v1/agent/phone-numbers', auth: 'required', body: 'json', input: { body: numberPurchaseBody },
     doc: {
-      summary: 'Purchase a number (the first rental day is charged up front)', tags, body: numberPurchaseBody,
+      summary: 'Purchase a number (the first rental day is charged up front)', tags,
       responses: {
         201: { description: 'The number, active', schema: phoneNumberEntity },
         402: { description: 'Out of API credit (nothing charged)', schema: errorBody },
@@ -40,14 +36,14 @@ export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberServic
         502: { description: 'The carrier refused; the row stays in status `error`, refunded, releasable', schema: errorBody },
       },
     },
-    handler: async (ctx) => ({ status: 201, body: await numbers.purchase(who(ctx), parse(numberPurchaseBody, ctx.body)) }),
+    handler: async (ctx) => ({ status: 201, body: await numbers.purchase(who(ctx), ctx.input.body) }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/phone-numbers', auth: 'required',
-    doc: { summary: 'List the team\'s numbers (newest first; released numbers never appear)', tags, query: numberListQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of numbers', schema: pageSchema('phone_numbers', phoneNumberEntity) } } },
+    method: 'GET', path: '/v1/agent/phone-numbers', auth: 'required', input: { query: numberListQuery, page: 'created' },
+    doc: { summary: 'List the team\'s numbers (newest first; released numbers never appear)', tags, responses: { 200: { description: 'A page of numbers', schema: pageSchema('phone_numbers', phoneNumberEntity) } } },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query);
-      const f = parse(numberListQuery, pick(ctx.query, ['phone_number', 'agent_id']), 'query');
+      const f = ctx.input.query;
+      const req = ctx.input.page;
       const page = await numbers.list(who(ctx), { phoneNumber: f.phone_number, agentId: f.agent_id }, req);
       return { status: 200, body: pageBody('phone_numbers', page, toEntity) };
     },
@@ -58,9 +54,9 @@ export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberServic
     handler: async (ctx) => ({ status: 200, body: toEntity(await numbers.get(who(ctx), ctx.params.phone_number_id!)) }),
   });
   http.route({
-    method: 'PATCH', path: '/v1/agent/phone-numbers/{phone_number_id}', auth: 'required', body: 'json',
-    doc: { summary: 'Label a number, bind it to an agent, or unbind it (`agent_id: null`)', tags, body: numberPatchBody, responses: { 200: { description: 'The number', schema: phoneNumberEntity } } },
-    handler: async (ctx) => ({ status: 200, body: await numbers.update(who(ctx), ctx.params.phone_number_id!, parse(numberPatchBody, ctx.body)) }),
+    method: 'PATCH', path: '/v1/agent/phone-numbers/{phone_number_id}', auth: 'required', body: 'json', input: { body: numberPatchBody },
+    doc: { summary: 'Label a number, bind it to an agent, or unbind it (`agent_id: null`)', tags, responses: { 200: { description: 'The number', schema: phoneNumberEntity } } },
+    handler: async (ctx) => ({ status: 200, body: await numbers.update(who(ctx), ctx.params.phone_number_id!, ctx.input.body) }),
   });
   http.route({
     method: 'DELETE', path: '/v1/agent/phone-numbers/{phone_number_id}', auth: 'required',

@@ -8,11 +8,10 @@ import { sessionCreated } from '../sessions/service.ts';
 export function mountPreviewRoutes(http: HttpApp, previews: PreviewService): void {
   const tags = ['Preview calls'];
   http.route({
-    method: 'POST', path: '/v1/agent/agents/{agent_id}/preview', auth: 'required', body: 'json', bodyOptional: true,
+    method: 'POST', path: '/v1/agent/agents/{agent_id}/preview', auth: 'required', beta: true, body: 'json', bodyOptional: true, input: { body: previewCreateBody },
     doc: {
       summary: 'Start a preview call of the draft as it is now (at most 600 s or the configured duration; never listed, no webhooks, no stored transcript; billed like a session)',
       tags,
-      body: previewCreateBody,
       responses: {
         200: { description: 'Connection details and the single-use token, as for POST /v1/agent/sessions', schema: sessionCreated },
         402: { description: 'Out of API credit (nothing charged)', schema: errorBody },
@@ -25,7 +24,7 @@ export function mountPreviewRoutes(http: HttpApp, previews: PreviewService): voi
     },
     handler: async (ctx) => ({
       status: 200,
-      body: await previews.create(who(ctx), ctx.params.agent_id!, ctx.body, { host: ctx.headers.host, forwardedProto: ctx.headers['x-forwarded-proto'] }),
+      body: await previews.create(who(ctx), ctx.params.agent_id!, ctx.input.body, { host: ctx.headers.host, forwardedProto: ctx.headers['x-forwarded-proto'] }),
     }),
   });
   http.route({

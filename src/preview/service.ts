@@ -13,9 +13,8 @@
  */
 import { z } from 'zod';
 import { analysisEntity, toAnalysisView } from '../analysis/index.ts';
-import { ServiceError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import type { Principal } from '../auth/principal.ts';
-import { parse } from '../validation.ts';
 import type { Sql } from '../store/db.ts';
 import { getDraft } from '../drafts/store.ts';
 import { getPreviewSession, type SessionRow } from '../sessions/store.ts';
@@ -40,6 +39,8 @@ export const previewCreateBody = sessionCreateBody.pick({
   client_timezone: true,
   world_context: true,
 });
+
+export type PreviewCreateBody = z.output<typeof previewCreateBody>;
 
 export const previewStatus = z.object({
   session_id: z.string(),
@@ -87,12 +88,11 @@ export class PreviewService {
   constructor(private readonly d: PreviewServiceDeps) {}
 
   /**
-   * Creates a preview of the agent's draft. 403 without beta access; 422 body; 404 unknown
-   * agent; 409 archived; 503 capacity; 502 media server unreachable; 402 credit.
+   * Creates a preview of the agent's draft. The route checked beta access (403) and the body
+   * (422) first; then 404 unknown agent; 409 archived; 503 capacity; 502 media server
+   * unreachable; 402 credit.
    */
-  async create(p: Principal, agentId: string, body: unknown, req: { host?: string; forwardedProto?: string }): Promise<SessionCreated> {
-    if (!p.betaAccess) throw new ServiceError('forbidden', 'Agent platform is in private beta. Apply for access to enable agents for your team.');
-    const b = parse(previewCreateBody, body ?? {});
+  async create(p: Principal, agentId: string, b: PreviewCreateBody, req: { host?: string; forwardedProto?: string }): Promise<SessionCreated> {
     const draft = await getDraft(this.d.sql, p.teamId, agentId);
     if (!draft) throw notFound('Agent');
     const config = draft.config as StoredDraft;

@@ -1,21 +1,17 @@
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../validation.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import { SessionService, sessionCreateBody, sessionCreated, sessionDetail, sessionListQuery, sessionListRow, toListRow } from './service.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
-
-const FILTERS = ['agent_id', 'status', 'direction', 'caller_number', 'phone_number', 'created_after', 'created_before'];
 
 /** /v1/agent/sessions: create (API key or keyless for public agents), end, list, read. */
 export function mountSessionRoutes(http: HttpApp, sessions: SessionService): void {
   const tags = ['Sessions'];
   http.route({
-    method: 'POST', path: '/v1/agent/sessions', auth: 'optional', body: 'json',
+    method: 'POST', path: '/v1/agent/sessions', auth: 'optional', body: 'json', input: { body: sessionCreateBody },
     doc: {
       summary: 'Create a session (no Authorization header: a public-agent request, gated by Origin and rate limits)',
       tags,
-      body: sessionCreateBody,
       responses: {
         200: { description: 'Connection details and the single-use token', schema: sessionCreated },
         400: { description: 'Override not allowed (for the agent, or on keyless requests); name on a keyless request', schema: errorBody },
@@ -29,21 +25,18 @@ export function mountSessionRoutes(http: HttpApp, sessions: SessionService): voi
     },
     handler: async (ctx) => ({
       status: 200,
-      body: await sessions.create({ principal: ctx.principal, body: ctx.body, origin: ctx.headers.origin, ip: ctx.ip, host: ctx.headers.host, forwardedProto: ctx.headers['x-forwarded-proto'] }),
+      body: await sessions.create({ principal: ctx.principal, body: ctx.input.body, origin: ctx.headers.origin, ip: ctx.ip, host: ctx.headers.host, forwardedProto: ctx.headers['x-forwarded-proto'] }),
     }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/sessions', auth: 'required',
+    method: 'GET', path: '/v1/agent/sessions', auth: 'required', input: { query: sessionListQuery, page: 'created' },
     doc: {
       summary: 'List sessions (newest first; pending ones only when asked for by status)',
       tags,
-      query: sessionListQuery.extend(paginationQuery.shape),
       responses: { 200: { description: 'A page of sessions', schema: pageSchema('sessions', sessionListRow) } },
     },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query);
-      const q = parse(sessionListQuery, Object.fromEntries(FILTERS.filter((k) => ctx.query.has(k)).map((k) => [k, ctx.query.get(k)])), 'query');
-      const page = await sessions.list(who(ctx), q, req);
+      const page = await sessions.list(who(ctx), ctx.input.query, ctx.input.page);
       return { status: 200, body: pageBody('sessions', page, toListRow) };
     },
   });

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
 import type { Principal } from '../auth/principal.ts';
-import { parse } from '../validation.ts';
 import { newId } from '../ids.ts';
 import type { SharedState } from '../state/index.ts';
 import type { Sql } from '../store/db.ts';
@@ -339,7 +338,8 @@ export interface PhoneSessionRequest {
 
 export interface CreateRequest {
   principal?: Principal;
-  body: unknown;
+  /** The request body, validated by the route (`sessionCreateBody`). */
+  body: SessionCreateBody;
   origin?: string;
   ip: string;
   /** The request's Host header, for `websocket_url`. */
@@ -383,7 +383,7 @@ export class SessionService {
    * capacity (503).
    */
   async create(req: CreateRequest): Promise<SessionCreated> {
-    const body = parse(sessionCreateBody, req.body);
+    const body = req.body;
     const isPublic = req.principal === undefined;
     const agent = await getSessionForCreation(this.deps.sql, body.agent_id, req.principal?.teamId);
     if (!agent) throw notFound('Agent');

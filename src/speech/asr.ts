@@ -15,7 +15,6 @@ import { z } from 'zod';
 import { decodeAudio, int16ToPcmBytes, resampleAll } from '../audio/index.ts';
 import { ServiceError, toServiceError } from '../errors.ts';
 import { AudioEncoding } from '../gen/inference/v1/inference_pb.ts';
-import { parse } from '../validation.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import type { Logger } from '../log.ts';

@@ -1,5 +1,5 @@
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import { parse } from '../validation.ts';
 import { ToolService, toSummary, toToolEntity, toolAgentsBody, toolCreateBody, toolEntity, toolListQuery, toolPatchBody, toolSummary } from './service.ts';
 import { errorBody } from '../http/openapi.ts';
@@ -11,16 +11,16 @@ const notFoundDoc = { description: 'Missing or another team\'s tool', schema: er
 export function mountToolRoutes(http: HttpApp, tools: ToolService): void {
   const tags = ['Tools'];
   http.route({
-    method: 'POST', path: '/v1/agent/tools', auth: 'required', body: 'json',
-    doc: { summary: 'Create a workspace tool', tags, body: toolCreateBody, responses: { 201: { description: 'The new tool (credential header values are never echoed)', schema: toolEntity }, 403: { description: 'No beta access', schema: errorBody } } },
-    handler: async (ctx) => ({ status: 201, body: await tools.create(who(ctx), parse(toolCreateBody, ctx.body)) }),
+    method: 'POST', path: '/v1/agent/tools', auth: 'required', body: 'json', input: { body: toolCreateBody },
+    doc: { summary: 'Create a workspace tool', tags, responses: { 201: { description: 'The new tool (credential header values are never echoed)', schema: toolEntity }, 403: { description: 'No beta access', schema: errorBody } } },
+    handler: async (ctx) => ({ status: 201, body: await tools.create(who(ctx), ctx.input.body) }),
   });
   http.route({
-    method: 'GET', path: '/v1/agent/tools', auth: 'required',
-    doc: { summary: 'List workspace tools (newest first)', tags, query: toolListQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of tools', schema: pageSchema('tools', toolSummary) }, 404: { description: '`agent_id` is not an agent of the team', schema: errorBody } } },
+    method: 'GET', path: '/v1/agent/tools', auth: 'required', input: { query: toolListQuery, page: 'created' },
+    doc: { summary: 'List workspace tools (newest first)', tags, responses: { 200: { description: 'A page of tools', schema: pageSchema('tools', toolSummary) }, 404: { description: '`agent_id` is not an agent of the team', schema: errorBody } } },
     handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query);
-      const f = parse(toolListQuery, Object.fromEntries(['search', 'agent_id'].filter((k) => ctx.query.has(k)).map((k) => [k, ctx.query.get(k)])), 'query');
+      const f = ctx.input.query;
+      const req = ctx.input.page;
       const page = await tools.list(who(ctx), { search: f.search, agentId: f.agent_id }, req);
       return { status: 200, body: pageBody('tools', page, toSummary) };
     },

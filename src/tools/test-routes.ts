@@ -1,5 +1,4 @@
 import type { HttpApp } from '../http/app.ts';
-import { parse } from '../validation.ts';
 import { toolTestBody, toolTestResult, type ToolTestService } from './test-service.ts';
 import { errorBody } from '../http/openapi.ts';
 
@@ -7,11 +6,10 @@ import { errorBody } from '../http/openapi.ts';
 /** POST /v1/agent/tools/{tool_id}/test (GAPS.md §6.2; docs/decisions.md). */
 export function mountToolTestRoutes(http: HttpApp, tests: ToolTestService): void {
   http.route({
-    method: 'POST', path: '/v1/agent/tools/{tool_id}/test', auth: 'required', body: 'json',
+    method: 'POST', path: '/v1/agent/tools/{tool_id}/test', auth: 'required', body: 'json', input: { body: toolTestBody },
     doc: {
       summary: 'Call a webhook tool once with given arguments (or answer from a stored mock response)',
       tags: ['Tools'],
-      body: toolTestBody,
       responses: {
         200: { description: 'The endpoint\'s response: status, headers, the first 64 KB of the body', schema: toolTestResult },
         400: { description: 'A client tool, or a destination the SSRF guard refuses', schema: errorBody },
@@ -20,6 +18,6 @@ export function mountToolTestRoutes(http: HttpApp, tests: ToolTestService): void
         504: { description: 'No response within the tool\'s timeout_seconds', schema: errorBody },
       },
     },
-    handler: async (ctx) => ({ status: 200, body: await tests.test(ctx.principal!, ctx.params.tool_id!, parse(toolTestBody, ctx.body), ctx.signal) }),
+    handler: async (ctx) => ({ status: 200, body: await tests.test(ctx.principal!, ctx.params.tool_id!, ctx.input.body, ctx.signal) }),
   });
 }
