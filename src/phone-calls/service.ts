@@ -26,16 +26,14 @@ import type { CallDispatch } from '../transport/livekit-agent.ts';
 import { CallLink, RoomCall, type CallParty } from '../telephony/call-link.ts';
 import { CarrierRefused, type CallControl, type CallLeg, type Carriers, type InboundCall, type Provider } from '../telephony/index.ts';
 import { checkDestination, singleZoneOf } from '../telephony/destinations.ts';
-import { transferCallTool, TRANSFER_RING_TIMEOUT_MS } from '../telephony/transfer-tool.ts';
+import { transferCallTool } from '../telephony/transfer-tool.ts';
+import { TRANSFER_RING_TIMEOUT_MS, type PhoneCallSettings } from '../config.ts';
 import { signatureHeader, SIGNATURE_HEADER } from '../webhooks/sign.ts';
 import { defaultOutbound, type Outbound, type StoredDraft } from '../agent-config/index.ts';
 import { ConnectRefused, inferenceBackend, VOICEMAIL_HUNG_UP, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
 import { overridesSchema, sessionCreateBody, SESSION_CONTROL_CHANNEL, type SessionService } from '../sessions/service.ts';
 import type { VariableValue } from '../sessions/variables.ts';
 
-/** GAPS.md §13.3 limits, per workspace. */
-export const OUTBOUND_DAILY_LIMIT = 200;
-export const OUTBOUND_CONCURRENCY_LIMIT = 10;
 /** Retry-After of the concurrency 429: a call slot usually frees within seconds. */
 const CONCURRENCY_RETRY_AFTER_S = 10;
 /** How long a ringing outbound call's session may stay pending beyond the ring time. */
@@ -46,8 +44,6 @@ const PENDING_MARGIN_MS = 60_000;
  * free themselves after this long.
  */
 export const CALL_SLOT_LEASE_MS = 30_000;
-/** `PARLEY_TRANSFER_PRICE_PER_MINUTE` default, in currency units per started minute. */
-export const TRANSFER_PRICE_PER_MINUTE = 0.1;
 
 export const phoneCallBody = z.strictObject({
   agent_id: z.string().min(1).max(256),
@@ -73,39 +69,8 @@ function unprocessable(reason: string, msg: string, loc: (string | number)[] = [
   return refused('invalid', msg, reason, { fields });
 }
 
-export interface PhoneCallSettings {
-  dailyLimit: number;
-  concurrencyLimit: number;
-  /** `PARLEY_OUTBOUND_CALLS=off` refuses outbound calls (403 `outbound_disabled`). */
-  outboundEnabled: boolean;
-  ringTimeoutMs: number;
-  /** Transfer minutes, per started minute, in micro-units (`PARLEY_TRANSFER_PRICE_PER_MINUTE`, in currency units). */
-  transferPricePerMinuteMicros: bigint;
-}
-
-/** Settings from the environment (documented in .env.example). */
-export function phoneCallSettings(env: NodeJS.ProcessEnv): PhoneCallSettings {
-  const int = (name: string, dflt: number) => {
-    const v = env[name];
-    if (v === undefined || v === '') return dflt;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-    return n;
-  };
-  const price = (name: string, dflt: number) => {
-    const v = env[name];
-    const n = v === undefined || v === '' ? dflt : Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number (currency units)`);
-    return BigInt(Math.round(n * 1_000_000));
-  };
-  return {
-    dailyLimit: int('PARLEY_OUTBOUND_DAILY_LIMIT', OUTBOUND_DAILY_LIMIT),
-    concurrencyLimit: int('PARLEY_OUTBOUND_CONCURRENCY', OUTBOUND_CONCURRENCY_LIMIT),
-    outboundEnabled: (env.PARLEY_OUTBOUND_CALLS ?? 'on').toLowerCase() !== 'off',
-    ringTimeoutMs: int('PARLEY_RING_TIMEOUT_MS', TRANSFER_RING_TIMEOUT_MS),
-    transferPricePerMinuteMicros: price('PARLEY_TRANSFER_PRICE_PER_MINUTE', TRANSFER_PRICE_PER_MINUTE),
-  };
-}
+// The settings are read with the rest of the configuration (src/config.ts).
+export { OUTBOUND_CONCURRENCY_LIMIT, OUTBOUND_DAILY_LIMIT, phoneCallSettings, TRANSFER_PRICE_PER_MINUTE, type PhoneCallSettings } from '../config.ts';
 
 export interface PhoneCallServiceDeps {
   sql: Sql;

@@ -501,6 +501,3 @@ export class SessionRuntime {
     await this.o.sessionRegistry?.close();
   }
 }
-
-/** The runtime of each running platform, by its HTTP app (tests reach the supervisor and clock through it). */
-export const runtimes = new WeakMap<object, SessionRuntime>();

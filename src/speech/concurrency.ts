@@ -32,13 +32,8 @@ export function tierLimit(paid: bigint): number {
   return SPEECH_TIERS.find((t) => paid >= t.minPaidMicros)!.limit;
 }
 
-/** `PARLEY_SPEECH_CONCURRENCY`: unset or empty → undefined (tiers apply); else a positive integer. */
-export function parseSpeechConcurrency(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`PARLEY_SPEECH_CONCURRENCY must be a positive integer, got ${JSON.stringify(raw)}`);
-  return n;
-}
+/** Read with the rest of the configuration (src/config.ts). */
+export { parseSpeechConcurrency } from '../config.ts';
 
 /** One held slot. `release` is idempotent. */
 export interface SpeechSlot {

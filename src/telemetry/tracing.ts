@@ -13,6 +13,7 @@
  * Export: OTLP over HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific
  * variable) is set; tests add an in-memory exporter with `captureSpansForTests()`.
  */
+import { tracingFromEnv, type Env, type TracingConfig } from '../config.ts';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -51,7 +52,10 @@ export interface Tracing {
 }
 
 export interface TracingOptions {
-  env?: NodeJS.ProcessEnv;
+  /** Where spans go and the service name (`Config.tracing`); unset: not exported, `parley`. */
+  config?: Partial<TracingConfig>;
+  /** Read the `OTEL_*` variables from these instead (tests: `{}`). */
+  env?: Env;
   serviceName?: string;
   /** Extra processors (tests). */
   processors?: SpanProcessor[];
@@ -65,16 +69,12 @@ export function traceparentOf(ctx: Context): string {
 }
 
 export function startTracing(opts: TracingOptions = {}): Tracing {
-  const env = opts.env ?? process.env;
+  const cfg = opts.env ? tracingFromEnv(opts.env) : (opts.config ?? {});
   const processors: SpanProcessor[] = [...(opts.processors ?? [])];
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (endpoint) {
-    const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${endpoint.replace(/\/+$/, '')}/v1/traces`;
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url })));
-  }
+  if (cfg.tracesUrl) processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: cfg.tracesUrl })));
   if (testExporter) processors.push(new SimpleSpanProcessor(testExporter));
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': opts.serviceName ?? env.OTEL_SERVICE_NAME ?? 'parley' }),
+    resource: resourceFromAttributes({ 'service.name': opts.serviceName ?? cfg.serviceName ?? 'parley' }),
     spanProcessors: processors,
   });
   const tracer = provider.getTracer('parley');

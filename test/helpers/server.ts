@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../src/auth/keys.ts';
-import type { Config } from '../../src/config.ts';
+import type { ConfigOverrides } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
 import { createLogger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
@@ -23,7 +23,7 @@ export interface TestServer extends Platform {
  * a fresh schema on DATABASE_URL when set; a key prefix of its own on REDIS_URL when set.
  */
 export async function startTestServer(
-  opts: { config?: Partial<Config>; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string } = {},
+  opts: { config?: ConfigOverrides; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string } = {},
 ): Promise<TestServer> {
   // A real native backend over real gRPC on a free loopback port, in this process.
   const backend = opts.backend ? await startBackend({ address: '127.0.0.1:0', engine: opts.backend, ...opts.backendOptions }) : undefined;
