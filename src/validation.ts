@@ -66,10 +66,3 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where: Loc
   if (!result.success) throw validationError(where, result.error);
   return result.data;
 }
-
-/** Async variant for schemas with async refinements. */
-export async function parseAsync<S extends z.ZodType>(schema: S, value: unknown, where: Location = 'body'): Promise<z.output<S>> {
-  const result = await schema.safeParseAsync(value, { reportInput: true });
-  if (!result.success) throw validationError(where, result.error);
-  return result.data;
-}

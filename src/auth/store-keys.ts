@@ -45,9 +45,3 @@ export async function revokeKey(sql: Sql, idOrPrefix: string): Promise<number> {
     where (id = ${idOrPrefix} or prefix = ${idOrPrefix}) and revoked_at is null returning id`;
   return rows.length;
 }
-
-export async function listKeys(sql: Sql, teamId: string): Promise<ApiKeyRow[]> {
-  return sql<ApiKeyRow[]>`
-    select id, team_id, name, prefix, created_at, expires_at, revoked_at from api_keys
-    where team_id = ${teamId} order by created_at desc`;
-}

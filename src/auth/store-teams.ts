@@ -49,19 +49,3 @@ export async function grantCredit(sql: Sql, teamId: string, amountMicros: bigint
     return row.credit_micros;
   });
 }
-
-/**
- * Charges `amountMicros` up front if and only if the team has that much credit: one
- * conditional UPDATE, so concurrent charges can never overdraw. Returns false (nothing
- * charged) when credit is short.
- */
-export async function chargeCredit(sql: Sql, teamId: string, amountMicros: bigint, reason: string, ref: string | null = null): Promise<boolean> {
-  return sql.begin(async (tx) => {
-    const rows = await tx`
-      update teams set credit_micros = credit_micros - ${amountMicros.toString()}
-      where id = ${teamId} and credit_micros >= ${amountMicros.toString()} returning id`;
-    if (rows.length === 0) return false;
-    await tx`insert into credit_ledger (team_id, amount_micros, reason, ref) values (${teamId}, ${(-amountMicros).toString()}, ${reason}, ${ref})`;
-    return true;
-  });
-}
