@@ -38,7 +38,7 @@ import type {
   TurnTimeline,
 } from './types.ts';
 
-/** Events a client sends (GAPS.md §5 `client-event`), as the actor takes them. */
+/** Events a client sends (docs/api/sessions.md `client-event`), as the actor takes them. */
 export type ClientEvent =
   | { type: 'user.message'; text: string; audio?: boolean }
   | { type: 'user.activity' }
@@ -58,6 +58,8 @@ export type SessionEvent =
    */
   | { type: 'stt.speech_ended'; endedAt: number; recognitionMs: number }
   | { type: 'stt.failed'; error: unknown }
+  /** The recognizer stream broke; a new one is being opened (caller audio is not heard meanwhile). */
+  | { type: 'stt.lost'; error: unknown }
   | { type: 'turn.speaking' }
   | { type: 'turn.done' }
   | { type: 'turn.hangup'; reason?: string }
@@ -93,7 +95,15 @@ interface Ctx {
   recognitionMs: number | null;
   /** Background tool results waiting for the next natural pause (idle). */
   announcements: BackgroundResult[];
+  /** Typed messages that came while the recognizer was opening, taken once the session is live. */
+  early: Extract<SessionEvent, { type: 'user.message' }>[];
 }
+
+/** How long a session tries to reopen a lost recognizer before it ends with `error`. */
+export const RECOGNIZER_RETRY_MS = 30_000;
+
+/** Typed messages held while the session opens; a client sending more before it is live loses the rest. */
+const MAX_EARLY_MESSAGES = 16;
 
 const HANG_UP_TOOL: ToolSpec = {
   name: 'hang_up_call',
@@ -149,7 +159,7 @@ function announcementMessages(r: BackgroundResult): ChatMessage[] {
 
 /**
  * The turn's messages with knowledge passages for the caller's latest text added to the system
- * message (GAPS.md §7), each between `<passage>` and `</passage>` lines (docs/inference.md).
+ * message (docs/api/knowledge.md), each between `<passage>` and `</passage>` lines (docs/inference.md).
  * Only replies to a caller turn retrieve; a failed retrieval leaves the messages as they are.
  */
 async function withKnowledge(deps: SessionDeps, messages: ChatMessage[], signal: AbortSignal): Promise<ChatMessage[]> {
@@ -455,6 +465,8 @@ interface SessionIo {
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
+  /** Where the current recognizer stream began, in `sttSentMs` (it is 0 until one is reopened). */
+  sttBaseMs: number;
   /** When the caller's audio at a stream position (ms) arrived, if it is recent (null otherwise). */
   heardAt(atMs: number): number | null;
   /** The machine's context as it is now. */
@@ -529,10 +541,36 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
     types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan }, tags: {} as 'initializing' | 'listening' | 'thinking' | 'speaking' },
     actors: {
       openStt: fromPromise<SttStream, { language: string }>(async ({ input, signal }) => deps.backend.transcribe({ language: input.language, signal })),
-      listen: fromCallback<SessionEvent>(({ sendBack }) => {
-        const stt = io.stt!;
+      listen: fromCallback<SessionEvent, { language: string }>(({ sendBack, input }) => {
         let stopped = false;
-        (async () => {
+        const aborter = new AbortController();
+        const sleep = (ms: number) => new Promise<void>((resolve) => deps.clock.setTimeout(resolve, ms));
+        /**
+         * The recognizer was lost (its backend crashed or restarted): caller audio is dropped
+         * while a new stream is opened, with backoff, for up to RECOGNIZER_RETRY_MS; the session
+         * goes on with it (its stream positions continue from the audio sent so far).
+         */
+        const reopen = async (error: unknown): Promise<boolean> => {
+          io.stt?.cancel();
+          io.stt = null;
+          sendBack({ type: 'stt.lost', error });
+          const giveUpAt = deps.clock.now() + RECOGNIZER_RETRY_MS;
+          for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+            await sleep(delay);
+            if (stopped) return false;
+            try {
+              const stt = await deps.backend.transcribe({ language: input.language, signal: aborter.signal });
+              if (stopped) { stt.cancel(); return false; }
+              io.sttBaseMs = io.sttSentMs;
+              io.stt = stt;
+              return true;
+            } catch (err) {
+              if (stopped) return false;
+              if (deps.clock.now() >= giveUpAt) { sendBack({ type: 'stt.failed', error: err }); return false; }
+            }
+          }
+        };
+        const read = async (stt: SttStream) => {
           for await (const ev of stt) {
             if (stopped) return;
             if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
@@ -547,13 +585,24 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
               // ago). Recognition is from then to now. Both from this end of speech: a pause and
               // a resumption before it measured an earlier one.
               const now = deps.clock.now();
-              const arrived = io.heardAt(ev.atMs) ?? now - Math.max(0, io.sttSentMs - ev.atMs);
+              const atMs = ev.atMs + io.sttBaseMs;
+              const arrived = io.heardAt(atMs) ?? now - Math.max(0, io.sttSentMs - atMs);
               const endedAt = Math.min(now, arrived);
               sendBack({ type: 'stt.speech_ended', endedAt, recognitionMs: now - endedAt });
             }
           }
+        };
+        (async () => {
+          for (;;) {
+            try {
+              await read(io.stt!);
+              return;
+            } catch (error) {
+              if (stopped || !(await reopen(error))) return;
+            }
+          }
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
-        return () => { stopped = true; };
+        return () => { stopped = true; aborter.abort(); };
       }),
       turn: fromCallback<SessionEvent, TurnInput>(({ input, sendBack }) => {
         const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m, timeline) => {
@@ -603,6 +652,10 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         deps.log?.error({ err: 'error' in event ? event.error : undefined }, 'session failed');
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
       },
+      recognizerLost: ({ event }) => {
+        deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'recognizer lost; reopening');
+        deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
       turnFailed: ({ event }) => {
         deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
@@ -624,6 +677,8 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
 
       // Context.
       speechOn: assign({ userSpeaking: true }),
+      /** A lost recognizer will not say where the caller's speech ended: it is over. */
+      speechLost: assign({ userSpeaking: false }),
       speechOff: assign(({ event }) => (event.type === 'stt.speech_ended' ? { userSpeaking: false, speechEndedAt: event.endedAt, recognitionMs: event.recognitionMs } : {})),
       committed: assign(({ context, event }) => (event.type === 'stt.committed' ? { heard: context.heard + event.text } : {})),
       firstMessage: assign(({ context }) => {
@@ -695,6 +750,14 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
           nudged: false,
         });
       }),
+      holdEarly: base.assign({
+        early: ({ context, event }) => (event.type === 'user.message' && context.early.length < MAX_EARLY_MESSAGES ? [...context.early, event] : context.early),
+      }),
+      replayEarly: base.enqueueActions(({ context, enqueue }) => {
+        if (!context.early.length) return;
+        for (const e of context.early) enqueue.raise(e);
+        enqueue.assign({ early: [] });
+      }),
       takeTyped: base.enqueueActions(({ context, event, enqueue }) => {
         if (event.type !== 'user.message') return;
         const turnId = context.turnId + 1;
@@ -723,6 +786,7 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
       speechEndedAt: null,
       recognitionMs: null,
       announcements: [],
+      early: [],
     }),
     initial: 'initializing',
     states: {
@@ -737,15 +801,20 @@ function createSessionMachine(deps: SessionDeps, io: SessionIo) {
         on: {
           'session.end': { target: 'ended', actions: 'endFromEvent' },
           'user.hangup': { target: 'ended', actions: { type: 'endWith', params: { reason: 'user_hangup' } } },
+          'user.message': { actions: 'holdEarly' },
         },
       },
       live: {
-        invoke: { src: 'listen' },
+        invoke: { src: 'listen', input: ({ context }) => ({ language: context.plan.language }) },
+        // Typed messages that came while the recognizer opened, as if sent the moment the session
+        // went live: after the first message has started (a typed message interrupts it) or to idle.
+        entry: 'replayEarly',
         after: { maxDuration: { target: 'ended', actions: { type: 'endWith', params: { reason: 'max_duration' } } } },
         on: {
           'session.end': { target: 'ended', actions: ['interrupt', 'endFromEvent'] },
           'user.hangup': { target: 'ended', actions: ['interrupt', { type: 'endWith', params: { reason: 'user_hangup' } }] },
           'stt.failed': { target: 'ended', actions: ['interrupt', 'markFailed', 'reportFailure'] },
+          'stt.lost': { actions: ['recognizerLost', 'speechLost'] },
           'stt.speech_started': { actions: 'speechOn' },
           'stt.speech_ended': { actions: 'speechOff' },
           'stt.committed': { actions: 'committed' },
@@ -897,6 +966,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     turn: null,
     turns: [],
     sttSentMs: 0,
+    sttBaseMs: 0,
     heardAt(atMs) {
       // The piece holding atMs: the first whose end is at or after it, with the piece before it
       // ending before it (the oldest piece kept has no known start, so it cannot be that piece

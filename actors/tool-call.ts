@@ -5,7 +5,7 @@
  *   running ──execute settles──► completed | failed      (reported to the session: `tool.settled`)
  *      └────the session stops it (turn interrupted, session ended)    (stopping aborts `execute`)
  *
- * The registry decides how a call runs (SPEC-agents.md, "Webhook tool" execution modes and
+ * The registry decides how a call runs (docs/api/tools.md "Execution modes" and
  * "Background tool calls"):
  * - `blocking`: the turn waits for the outcome; the model is called again with it.
  * - `fire_and_forget`: the model is told at once that the request was dispatched; the outcome
@@ -19,13 +19,13 @@
  *
  * Every started call gets exactly one terminal tool event (`tool.completed` or `tool.failed`),
  * sent only when the session's `tool_events` is on; event payloads are cut at 4 KB, history
- * payloads at 256 KB (GAPS.md §4.4, §5).
+ * payloads at 256 KB (docs/api/sessions.md).
  */
 import { assign, fromPromise, sendParent, setup } from 'xstate';
 import type { Clock } from './clock.ts';
 import type { ServerMessage, SessionItem, SessionTool, ToolOutcome, ToolSpec } from './types.ts';
 
-/** Background calls one conversation may have in flight (SPEC-agents.md, Limits). */
+/** Background calls one conversation may have in flight (docs/api/tools.md "Limits"). */
 export const MAX_BACKGROUND_IN_FLIGHT = 10;
 /** Tool payloads in `tool.*` events are cut here (`inputTruncated` / `outputTruncated`). */
 export const TOOL_EVENT_PAYLOAD_BYTES = 4 * 1024;
@@ -95,7 +95,7 @@ export const toolCallMachine = setup({
   },
 });
 
-/** GAPS.md §4.4 `tool_source`. */
+/** docs/api/sessions.md `tool_source`. */
 export function toolSourceOf(tool: SessionTool | null): string {
   if (!tool) return 'unknown';
   return tool.source === 'system' ? 'builtin' : tool.source;

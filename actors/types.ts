@@ -5,7 +5,7 @@
  */
 import type { Clock } from './clock.ts';
 
-/** Agent state as the client sees it (GAPS.md §5 `lk.agent.state`). */
+/** Agent state as the client sees it (docs/api/sessions.md `lk.agent.state`). */
 export type AgentState = 'initializing' | 'idle' | 'listening' | 'thinking' | 'speaking';
 
 /** Sample rate of all audio at the actor boundary: 16 kHz, mono, 16-bit little-endian PCM. */
@@ -89,7 +89,7 @@ export interface SessionOutput {
   audio(pcm: Uint8Array): void;
 }
 
-/** A durable record entry (`session_items`, GAPS.md §4.4). */
+/** A durable record entry (`session_items`, docs/api/sessions.md). */
 export interface SessionItem {
   /** A message, a tool call or its result, or (sessions on a custom LLM) a failure of the agent's LLM endpoint. */
   type: 'message' | 'tool_call' | 'tool_result' | 'llm.endpoint_error';

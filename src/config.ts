@@ -211,7 +211,7 @@ export function sipOutboundTrunkId(env: Env): string | null {
   return env.LIVEKIT_SIP_OUTBOUND_TRUNK_ID?.trim() || null;
 }
 
-/** Outbound-call limits per workspace (docs/decisions.md, phone calls). */
+/** Call limits per workspace (docs/api/phone.md "Limits"). */
 export const OUTBOUND_DAILY_LIMIT = 200;
 export const OUTBOUND_CONCURRENCY_LIMIT = 10;
 /** How long a transfer's destination rings before the transfer fails (`PARLEY_RING_TIMEOUT_MS` default). */
@@ -222,6 +222,7 @@ export const TRANSFER_PRICE_PER_MINUTE = 0.1;
 export interface PhoneCallSettings {
   dailyLimit: number;
   concurrencyLimit: number;
+  /** `PARLEY_OUTBOUND_CALLS=off` refuses outbound calls (403 `outbound_disabled`). */
   outboundEnabled: boolean;
   ringTimeoutMs: number;
   /** Transfer minutes, per started minute, in micro-units (`PARLEY_TRANSFER_PRICE_PER_MINUTE`, in currency units). */
@@ -254,7 +255,7 @@ export function phoneCallSettings(env: Env): PhoneCallSettings {
 
 /**
  * `PARLEY_WEBHOOK_BACKOFF_MS` (and `PARLEY_ANALYSIS_BACKOFF_MS`): comma-separated delays
- * between attempts (default `1000,5000`). Meant for tests and drills; an invalid value throws
+ * between attempts (default `1000,5000`, docs/api/webhooks.md). Meant for tests and drills; an invalid value throws
  * at start-up.
  */
 export function parseBackoff(env: string | undefined, name = 'PARLEY_WEBHOOK_BACKOFF_MS'): number[] | undefined {

@@ -15,7 +15,7 @@ export function defaultOutbound(): Outbound {
   return { amd_enabled: true, voicemail: { action: 'hangup', message: '' } };
 }
 
-/** A fresh default draft (every default of the spec's tables and GAPS.md §3.3). A new object each call. */
+/** A fresh default draft (every default of the spec's tables and docs/api/agents.md). A new object each call. */
 export function createDefaultDraft(): StoredDraft {
   return {
     prompt: {

@@ -1,5 +1,5 @@
 /**
- * Applying a validated PATCH body to a stored draft (SPEC-agents.md PATCH rules 1–9).
+ * Applying a validated PATCH body to a stored draft (docs/api/agents.md "PATCH rules" 1–9).
  *
  * `applyPatch` is pure: it returns a new draft and never mutates its inputs, so a PATCH that
  * fails anywhere (here, in reference checks, in the store) leaves the old draft and its hash

@@ -1,7 +1,7 @@
 /**
  * The agent draft configuration: the PATCH body schema (write shape), the stored shape and
- * the read shape. SPEC-agents.md "Agent configuration (draft)" and the PATCH rules, plus the
- * extensions of GAPS.md §3.3 (decisions in docs/decisions.md).
+ * the read shape. docs/api/agents.md "Configuration" and "PATCH rules", plus the
+ * extensions of D-CFG-1 (the other decisions: D-CFG-2 to D-CFG-8).
  *
  * Write-side conventions:
  * - every object is strict: unknown keys → 422 `extra_forbidden` with the key in `loc`;
@@ -31,7 +31,7 @@ export const DATA_FIELD_TYPES = ['boolean', 'text', 'number', 'enum'] as const;
 export const LLM_TIERS = ['instant', 'medium', 'high'] as const;
 export const VOICEMAIL_ACTIONS = ['hangup', 'leave_message', 'leave_prompt_message'] as const;
 
-/** The reserved `{{system.*}}` variables (GAPS.md §9). Any other `system.` name is a 422. */
+/** The reserved `{{system.*}}` variables (docs/api/sessions.md). Any other `system.` name is a 422. */
 export const SYSTEM_VARIABLES = [
   'system.caller_number',
   'system.channel',
@@ -249,7 +249,7 @@ const transferDestination = z.strictObject({
     .string()
     .regex(E164_PATTERN, 'phone_number must be an E.164 number such as +14155550123')
     .superRefine((n, ctx) => {
-      // GAPS.md §6.3: E.164 within the country allow-list; the 422 names the allowed codes.
+      // docs/api/phone.md: E.164 within the country allow-list; the 422 names the allowed codes.
       if (!E164_PATTERN.test(n)) return;
       const c = checkDestination(n);
       if (!c.ok) issue(ctx, `Value error, transfer destinations must be in an allowed country: ${ALLOWED_DESTINATIONS_TEXT}${c.reason === 'premium_destination_blocked' ? ' (premium-rate numbers excluded)' : ''}`, c.reason);
@@ -410,7 +410,7 @@ function buildPatchSchema(check: UrlChecker) {
           .strictObject({
             base_url: baseUrlField(check).optional(),
             model: z.string().min(1).max(LIMITS.llmModelChars).optional(),
-            // null or omitted keeps the stored key (GAPS.md C9)
+            // null or omitted keeps the stored key (D-CFG-2)
             api_key: z.string().min(1).max(LIMITS.llmApiKeyChars).nullable().optional(),
           })
           .nullable()

@@ -7,7 +7,7 @@ import {
   type AgentTestService,
 } from './service.ts';
 
-/** /v1/agent/tests CRUD, their runs, and POST /v1/agent/agents/{agent_id}/tests/run (docs/decisions.md "Agent tests"). */
+/** /v1/agent/tests CRUD, their runs, and POST /v1/agent/agents/{agent_id}/tests/run (D-TEST-1). */
 export function mountAgentTestRoutes(http: HttpApp, tests: AgentTestService): void {
   const tags = ['Agent tests'];
   const missing = { description: 'Missing or another team\'s', schema: errorBody };

@@ -1,5 +1,5 @@
 /**
- * One text-only run of an agent against a scripted user (GAPS.md §10): the session actor itself
+ * One text-only run of an agent against a scripted user (docs/api/agent-tests.md): the session actor itself
  * (`startSession`), with the agent's prompt, tools and knowledge, driven by `user.message`
  * events with `audio: false` — so every turn is text in and text out, and every webhook tool
  * runs as `blocking` (the actor's rule for text-only turns). No transcription or synthesis is

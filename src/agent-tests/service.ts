@@ -1,5 +1,5 @@
 /**
- * Agent tests (GAPS.md §10; API decided in docs/decisions.md "Agent tests"): workspace
+ * Agent tests (docs/api/agent-tests.md; API decided in D-TEST-1): workspace
  * resources attached to one agent, each a scripted user conversation and the criteria that
  * judge it. A run plays the conversation as text against the agent's draft (or a published
  * version), with its prompt, knowledge and tools (every webhook tool `blocking`, really
@@ -36,7 +36,7 @@ import { knowledgeRetriever } from '../knowledge/retrieval.ts';
 import { buildPlan, inferenceBackend } from '../sessions/runtime.ts';
 import { createSessionTools, toolSystemValues } from '../tools/runtime.ts';
 
-/** Limits of a test (GAPS.md §10: name 200, each message 2,000, at least one message). */
+/** Limits of a test (docs/api/agent-tests.md: name 200, each message 2,000, at least one message). */
 export const AGENT_TEST_LIMITS = { nameChars: 200, turnChars: 2000, turns: 20, criteria: 10, runBatch: 20 } as const;
 
 const criterion = z.strictObject({

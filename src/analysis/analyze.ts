@@ -1,5 +1,5 @@
 /**
- * Post-call analysis (GAPS.md §8.2): one structured `Generate` call over the transcript fills
+ * Post-call analysis (docs/api/analysis.md): one structured `Generate` call over the transcript fills
  * the summary, the data fields and the criteria of the agent version the session ran. The model
  * is asked for a JSON document of this shape (the schema sent in `structured.json_schema`):
  *
@@ -24,7 +24,7 @@ export interface AnalysisConfig {
 
 export type CriterionResult = 'success' | 'failure' | 'unknown';
 
-/** The analysis entity (GAPS.md §8.2), as the session detail and `call.analyzed` carry it. */
+/** The analysis entity (docs/api/analysis.md), as the session detail and `call.analyzed` carry it. */
 export interface Analysis {
   status: 'completed' | 'skipped' | 'error';
   summary: string | null;

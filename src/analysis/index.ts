@@ -7,7 +7,7 @@ export { analyze, analysisDisabled, analysisInstructions, analysisModel, analysi
 export type { Analysis, AnalysisConfig, CriterionResult, DataFieldType, TranscriptMessage } from './analyze.ts';
 export { AnalysisWorker, type AnalysisWorkerOptions } from './worker.ts';
 
-/** The analysis of a session detail (GAPS.md §8.2), null until settled. */
+/** The analysis of a session detail (docs/api/analysis.md), null until settled. */
 export const analysisEntity = z.object({
   status: z.enum(['completed', 'skipped', 'error']),
   summary: z.string().nullable(),

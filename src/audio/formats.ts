@@ -6,7 +6,7 @@ export type OutputFormat = 'mp3' | 'wav' | 'pcm' | 'opus';
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['mp3', 'wav', 'pcm', 'opus'];
 
 /**
- * Sample rates the public API accepts per format (GAPS §11.1, §12.1). 22.05 kHz is refused
+ * Sample rates the public API accepts per format (docs/api/speech.md, docs/api/compat.md). 22.05 kHz is refused
  * everywhere; 48 kHz PCM/WAV is accepted because the family-C clients offer `pcm_48000`.
  */
 export const ALLOWED_SAMPLE_RATES: Readonly<Record<OutputFormat, readonly number[]>> = {
@@ -55,7 +55,7 @@ export function formatMime(format: OutputFormat): string {
 }
 
 /**
- * The Content-Type of a response body in `format` (GAPS DESIGN NEEDED 15): `audio/mpeg`,
+ * The Content-Type of a response body in `format` (D-TTS-2): `audio/mpeg`,
  * `audio/wav`, `audio/pcm;rate=N` (s16le mono), `audio/ogg;codecs=opus`.
  */
 export function contentTypeFor(format: OutputFormat, sampleRateHz: number): string {

@@ -1,6 +1,6 @@
 /**
  * WAV (RIFF/WAVE, PCM) header writing and reading. Streamed WAV carries placeholder sizes
- * because the length is unknown when the header is sent (GAPS §11.1): RIFF size
+ * because the length is unknown when the header is sent (docs/api/speech.md): RIFF size
  * 4294967076 and data size 4294967040, the values other services use for the same purpose.
  */
 

@@ -1,6 +1,6 @@
 /**
  * What every transport of the SDK shares: listeners, the agent state, the mapping of the
- * wire protocol's messages (GAPS.md §5, as the websocket transport frames them: an object
+ * wire protocol's messages (docs/api/sessions.md, as the websocket transport frames them: an object
  * with `topic`) to conversation events, and the end of the conversation.
  */
 import { ClientError, type AgentState, type ClientToolCall, type Conversation, type ConversationEvents, type EndInfo, type StartOptions, type Transcript } from './types.ts';

@@ -1,5 +1,5 @@
 /**
- * The SDK's `livekit` transport (GAPS.md §5): join `livekit_url` with `token`, publish the
+ * The SDK's `livekit` transport (docs/api/sessions.md): join `livekit_url` with `token`, publish the
  * microphone, hear the agent's track; `agent-event` / `client-event` data packets, the
  * `lk.transcription` text streams (`lk.segment_id`, `lk.transcription_final`; the sender's
  * identity gives the role) and the agent's `lk.agent.state` attribute.

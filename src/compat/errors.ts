@@ -1,5 +1,5 @@
 /**
- * Error envelopes of the compatibility families (GAPS §12.3, STYLE rule 8). One error type
+ * Error envelopes of the compatibility families (docs/api/compat.md "Errors"; D-COMPAT-6, D-COMPAT-7). One error type
  * (`ServiceError`) travels through the platform; each family maps it to its own body here
  * (families A, B and Groq-style) or in its own file (`src/compat/elevenlabs/`), using the
  * shared pieces below: `CompatEnvelope` and the provider mark.
@@ -47,7 +47,7 @@ export async function fromProvider<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The value of `metadata.provider_name` (GAPS neutral naming). */
+/** The value of `metadata.provider_name` (docs/api/compat.md "Errors"). */
 export const PROVIDER_NAME = 'service';
 
 /**
@@ -68,7 +68,7 @@ export function describe(e: ServiceError): string {
 }
 
 /**
- * Families A, B and Groq-style (GAPS §12.3): `{error: {code, message, type, param?,
+ * Families A, B and Groq-style (docs/api/compat.md): `{error: {code, message, type, param?,
  * metadata?}}` with `code` the numeric HTTP status (the router-style client rejects an
  * envelope without a numeric code; the others accept it).
  *
@@ -112,7 +112,7 @@ export function paramOf(e: ServiceError): string | undefined {
 }
 
 /**
- * Family C for errors the HTTP layer answers itself under `/compat/elevenlabs` (GAPS §12.3
+ * Family C for errors the HTTP layer answers itself under `/compat/elevenlabs` (docs/api/compat.md
  * HTTP map): an unknown path is `404 not_found`, a wrong method `405 invalid_request` (with
  * `Allow`), a body over the route limit `413 payload_too_large`; anything else goes through
  * the family's own map.

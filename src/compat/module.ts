@@ -4,7 +4,7 @@ import { mountElevenLabsRoutes } from './elevenlabs/routes.ts';
 import { registerCompatEnvelopes } from './errors.ts';
 import { mountOpenAiCompat } from './openai/index.ts';
 
-/** Every compat realtime socket (families A, B, Groq and C) lives at most 3600 s. */
+/** Every compat realtime socket (families A, B, Groq and C) lives at most 3600 s (docs/api/compat.md). */
 const COMPAT_LIFETIME_MS = 3600 * 1000;
 
 /**

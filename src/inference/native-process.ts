@@ -99,6 +99,8 @@ export async function spawnNativeBackend(o: NativeProcessOptions = {}): Promise<
   let running = true;
   let stopped = false;
   let restarts = 0;
+  let crashesInARow = 0;
+  let upSince = performance.now();
   let lastExit: { code: number | null; signal: string | null } | null = null;
   let timer: NodeJS.Timeout | null = null;
   o.onEvent?.({ type: 'running', address, pid: child.pid! });
@@ -109,7 +111,9 @@ export async function spawnNativeBackend(o: NativeProcessOptions = {}): Promise<
       lastExit = { code, signal };
       o.onEvent?.({ type: 'exited', code, signal, stopped });
       if (stopped || o.restart === false) return;
-      const inMs = Math.min(10_000, 250 * 2 ** Math.min(restarts, 6));
+      // Backoff grows with crashes in a row; a child that ran for a minute starts the count over.
+      if (performance.now() - upSince > 60_000) crashesInARow = 0;
+      const inMs = Math.min(10_000, 250 * 2 ** Math.min(crashesInARow++, 6));
       o.onEvent?.({ type: 'restarting', inMs });
       timer = setTimeout(() => {
         timer = null;
@@ -120,6 +124,7 @@ export async function spawnNativeBackend(o: NativeProcessOptions = {}): Promise<
         ready.then(
           () => {
             running = true;
+            upSince = performance.now();
             o.onEvent?.({ type: 'running', address, pid: child.pid! });
           },
           () => {}, // its exit handler schedules the next attempt

@@ -1,5 +1,5 @@
 /**
- * Knowledge in conversations (GAPS.md §7): the session's `retrieve` hook. A published version
+ * Knowledge in conversations (docs/api/knowledge.md): the session's `retrieve` hook. A published version
  * reads the revisions it pinned at publish (`agent_versions.pinned.knowledge`), so editing a
  * source later changes nothing for it; a draft (agent tests) reads the newest revisions.
  *

@@ -10,7 +10,7 @@ import { who } from '../http/router.ts';
 const notFoundDoc = { description: 'Missing, deleted or another team\'s source', schema: errorBody };
 const badUpload = { description: 'Not UTF-8 plain text, empty, or over 1 MB', schema: errorBody };
 
-/** /v1/agent/knowledge-sources (GAPS §7). */
+/** /v1/agent/knowledge-sources (docs/api/knowledge.md). */
 export function mountKnowledgeRoutes(http: HttpApp, knowledge: KnowledgeService): void {
   const tags = ['Knowledge sources'];
   http.route({

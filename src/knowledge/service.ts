@@ -14,7 +14,7 @@ import {
 import type { PageRequest } from '../store/paginate.ts';
 import { AgentService } from '../agents/service.ts';
 
-/** Largest accepted file: 1 MB (1,048,576 bytes) of text (GAPS §7). */
+/** Largest accepted file: 1 MB (1,048,576 bytes) of text (docs/api/knowledge.md). */
 export const KNOWLEDGE_MAX_BYTES = 1024 * 1024;
 /** The route's body limit: the file plus room for the multipart framing and text fields. Past it → 413. */
 export const KNOWLEDGE_BODY_LIMIT = KNOWLEDGE_MAX_BYTES + 64 * 1024;

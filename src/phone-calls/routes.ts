@@ -3,7 +3,7 @@ import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 import { phoneCallBody, phoneCallCreated, phoneCallError, type PhoneCallService } from './service.ts';
 
-/** POST /v1/agent/phone-calls (GAPS.md §13.3): refusals carry a `reason` beside status and message. */
+/** POST /v1/agent/phone-calls (docs/api/phone.md): refusals carry a `reason` beside status and message. */
 export function mountPhoneCallRoutes(http: HttpApp, calls: PhoneCallService): void {
   http.route({
     method: 'POST', path: '/v1/agent/phone-calls', auth: 'required', body: 'json', input: { body: phoneCallBody },

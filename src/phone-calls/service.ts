@@ -1,6 +1,6 @@
 /**
  * Phone calls (issue 9, "Calls"): inbound calls to bound numbers and outbound calls through
- * `POST /v1/agent/phone-calls` (GAPS.md §13.3), each a session of the agent's published
+ * `POST /v1/agent/phone-calls` (docs/api/phone.md), each a session of the agent's published
  * version (source `phone`) run by the session runtime with the carrier leg as its client
  * (`CallLink`). Sessions are created by `SessionService.createPhone` (agent checks, capacity,
  * up-front hold). Phone sessions with a transfer destination get the `transfer_call` tool.
@@ -58,7 +58,7 @@ export type PhoneCallBody = z.output<typeof phoneCallBody>;
 export const phoneCallCreated = z.object({ session_id: z.string(), status: z.literal('queued') });
 export const phoneCallError = z.object({ status: z.number().int(), message: z.string(), reason: z.string() });
 
-/** A refusal of call creation with its GAPS.md §13.3 `reason` (rendered beside status and message). */
+/** A refusal of call creation with its `reason` (docs/api/phone.md; rendered beside status and message). */
 function refused(code: ServiceError['code'], message: string, reason: string, options?: ServiceErrorOptions): ServiceError {
   return new ServiceError(code, message, { ...options, reason });
 }
@@ -186,7 +186,7 @@ export class PhoneCallService {
     const log = this.d.log.child({ callId: call.callId });
     if (this.closed) return call.reject('unavailable');
     const number = await numberForInbound(this.d.sql, call.to);
-    // GAPS.md §13.1: unbound numbers ring busy.
+    // docs/api/phone.md: unbound numbers ring busy.
     if (!number || !number.agent_id) return call.reject('busy');
     const agent = await getSessionForCreation(this.d.sql, number.agent_id, number.team_id);
     if (!agent || !agent.config || agent.status === 'archived') return call.reject('unavailable');
@@ -206,7 +206,7 @@ export class PhoneCallService {
   }
 
   /**
-   * The conversation-init webhook (GAPS.md §3.3): POST `{event:"conversation.init", agent_id,
+   * The conversation-init webhook (docs/api/agents.md): POST `{event:"conversation.init", agent_id,
    * caller_number, dialed_number}`, signed like post-call webhooks when it has a secret, within
    * `timeout_seconds`; a 2xx JSON reply's `dynamic_variables` (session rules) become the call's
    * variables. Timeout, failure or an invalid reply: the call connects without variables.
@@ -294,7 +294,7 @@ export class PhoneCallService {
         headers: { 'Retry-After': String(Math.max(1, Math.ceil((midnight - now) / 1000))) },
       });
     }
-    // GAPS.md §13.3: 10 calls ringing or live per workspace. A leased slot in the shared state
+    // docs/api/phone.md: 10 calls ringing or live per workspace. A leased slot in the shared state
     // (atomic across concurrent requests and nodes), held until the call is over.
     const slot = await this.takeSlot(p.teamId);
 
@@ -341,7 +341,7 @@ export class PhoneCallService {
         log.warn({ err: err instanceof CarrierRefused ? err.detail : err }, 'outbound dial refused');
         status = 'failed';
       }
-      // GAPS.md §8.1: phone_call.dial_finished, once per call, queued with the dial status.
+      // docs/api/webhooks.md: phone_call.dial_finished, once per call, queued with the dial status.
       await setDialStatus(this.d.sql, session.id, status, answeredBy);
       if (!leg) {
         await markSessionEnded(this.d.sql, session.id, { status: status === 'failed' && !ac.signal.aborted ? 'failed' : 'completed', reason: ac.signal.aborted ? 'ended_by_api' : `dial_${status}` });
@@ -435,7 +435,7 @@ export class PhoneCallService {
   }
 
   /**
-   * Transfer minutes (GAPS.md §6.3): from the handoff to the end of the human leg, billed on
+   * Transfer minutes (docs/api/phone.md): from the handoff to the end of the human leg, billed on
    * their own (`call_transfers`, ledger `transfer_usage`) at `PARLEY_TRANSFER_PRICE_PER_MINUTE`.
    * A carrier that cannot tell when the handed-off call ends records nothing.
    */

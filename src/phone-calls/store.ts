@@ -8,7 +8,7 @@ import type { Sql } from '../store/db.ts';
 import type { PhoneNumberRow } from '../phone-numbers/store.ts';
 import { dialFinishedQueueCte } from '../webhooks/store.ts';
 
-/** How long an `Idempotency-Key` is remembered (GAPS.md §13.3). */
+/** How long an `Idempotency-Key` is remembered (docs/api/phone.md). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 
 /** Counts one outbound attempt of the team for the current UTC day; returns the day's count including it. */
@@ -86,7 +86,7 @@ export interface CallTransferRow {
 }
 
 /**
- * Transfer minutes (GAPS.md §6.3, billed separately from the session): records the handed-off
+ * Transfer minutes (docs/api/phone.md, billed separately from the session): records the handed-off
  * call from the handoff (`startedAt`) to the end of the human leg (now), charges every started
  * minute at `pricePerMinuteMicros` (the balance may go below zero: the call happened) with a
  * `transfer_usage` ledger entry whose ref is the transfer id. One statement.

@@ -9,7 +9,7 @@ import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 
 
-/** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (GAPS.md §13.2). */
+/** /v1/agent/available-phone-numbers and /v1/agent/phone-numbers (docs/api/phone.md). */
 export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberService): void {
   const tags = ['Phone numbers'];
   http.route({

@@ -3,7 +3,7 @@ import { defineModule } from '../modules.ts';
 import { mountPreviewRoutes } from './routes.ts';
 import { PreviewService } from './service.ts';
 
-/** Builder preview calls: sessions of the draft frozen at creation. */
+/** Builder preview calls (docs/api/preview.md): sessions of the draft frozen at creation. */
 export const previewModule = defineModule({
   name: 'preview',
   needs: ['http', 'sql', 'sessions'],

@@ -1,5 +1,5 @@
 /**
- * Builder preview calls (GAPS.md §10; the API is our design, docs/decisions.md "Preview calls").
+ * Builder preview calls (docs/api/preview.md; the API is our design, D-PREV-1).
  *
  * A preview is a session of the agent's draft as it is when the preview is created: the draft
  * and what publish would pin then (tools as they are, knowledge revisions) are frozen on the
@@ -23,7 +23,7 @@ import { draftHash, type Pinner } from '../drafts/service.ts';
 import { sessionCreateBody, type SessionCreated, type SessionService } from '../sessions/service.ts';
 import type { VariableValue } from '../sessions/variables.ts';
 
-/** A preview lasts at most this long, or the draft's `max_duration_seconds` when lower (SPEC-agents.md, Limits). */
+/** A preview lasts at most this long, or the draft's `max_duration_seconds` when lower (docs/api/preview.md). */
 export const PREVIEW_MAX_DURATION_SECONDS = 600;
 
 /** The length of a preview of a draft with `configured` seconds. */
@@ -54,7 +54,7 @@ export const previewStatus = z.object({
   ended_reason: z.string().nullable(),
   duration_seconds: z.number().int().nullable(),
   analysis_status: z.enum(['queued', 'running', 'completed', 'skipped', 'error']).nullable().describe('null: nobody joined, or not ended yet'),
-  analysis: analysisEntity.nullable().describe('The settled analysis (GAPS.md §8.2); shown only here'),
+  analysis: analysisEntity.nullable().describe('The settled analysis; shown only here'),
 });
 export type PreviewStatus = z.infer<typeof previewStatus>;
 

@@ -1,5 +1,5 @@
 /**
- * Per-speaker recording of a session (GAPS.md §4.5): the runtime taps the caller's audio as it
+ * Per-speaker recording of a session (docs/api/recordings.md): the runtime taps the caller's audio as it
  * arrives and the agent's audio as it goes out (both 16 kHz mono 16-bit PCM) and hands them
  * here; each speaker becomes one WAV track, time-aligned with the session (silence where that
  * speaker is quiet), written to a file as it goes. At the end each file's header is completed;

@@ -3,7 +3,7 @@ import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 import { recordingView, type RecordingService } from './index.ts';
 
-/** GET /v1/agent/sessions/{session_id}/recording (GAPS.md §4.5) and the local signed track URLs. */
+/** GET /v1/agent/sessions/{session_id}/recording (docs/api/recordings.md) and the local signed track URLs. */
 export function mountRecordingRoutes(http: HttpApp, recordings: RecordingService): void {
   const tags = ['Sessions'];
   http.route({

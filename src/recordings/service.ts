@@ -1,8 +1,8 @@
 /**
  * Recordings, independent of HTTP: the runtime's recorder factory, the recording view of a
- * session (GAPS.md §4.5) with signed track URLs, and the bytes behind a local signed URL.
+ * session (docs/api/recordings.md) with signed track URLs, and the bytes behind a local signed URL.
  *
- * Signed URLs live 1 h (GAPS open decision 25). Local storage: a platform URL whose
+ * Signed URLs live 1 h (D-REC-1). Local storage: a platform URL whose
  * `signature` is an HMAC (the secret box's fingerprint key) over session, role and expiry.
  * S3: a SigV4 presigned GET of the object, straight from the store.
  */

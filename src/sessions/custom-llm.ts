@@ -1,5 +1,5 @@
 /**
- * Custom LLM endpoints (GAPS.md §10): an agent whose config has `llm.custom` gets its replies
+ * Custom LLM endpoints (docs/api/agents.md): an agent whose config has `llm.custom` gets its replies
  * from an OpenAI-compatible `POST {base_url}/chat/completions` with `stream: true`, read as
  * server-sent events, instead of the backend's `Generate`. Never falls back to a platform model.
  *

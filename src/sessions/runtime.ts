@@ -202,7 +202,7 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
 
 /**
  * The backend with `generate` replaced by the agent's custom LLM endpoint when its config has
- * `llm.custom` (GAPS.md §10; never a fallback to a platform model). Otherwise unchanged.
+ * `llm.custom` (docs/api/agents.md; never a fallback to a platform model). Otherwise unchanged.
  */
 function withCustomLlm(
   backend: SessionBackend,
@@ -234,7 +234,7 @@ export interface ClientLink {
   close(code: number, reason: string): void;
 }
 
-/** Session-level messages of the transport (not part of GAPS.md §5). */
+/** Session-level messages of the transport (beyond the wire protocol of docs/api/sessions.md). */
 export type SessionMessage =
   | { topic: 'session'; type: 'session.started'; sessionId: string; resume: string; resumed: boolean; sampleRateHz: number }
   | { topic: 'session'; type: 'session.ended'; reason: string }

@@ -24,7 +24,7 @@ import { normalizeOrigin } from '../agents/service.ts';
 import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables, type StoredDraft } from '../agent-config/index.ts';
 import { RESERVED_PREFIX, VARIABLE_NAME, resolveTimezone, splitSecretVariables, type VariableValue } from './variables.ts';
 
-/** How long a client has to connect with the token (GAPS.md §4.1 decision). */
+/** How long a client has to connect with the token (docs/api/sessions.md). */
 export const SESSION_TOKEN_TTL_MS = 60_000;
 export const MAX_DYNAMIC_VARIABLES = 50;
 export const MAX_VARIABLE_CHARS = 1_000;
@@ -205,7 +205,7 @@ export const sessionDetail = sessionListRow.extend({
   ended_reason: z.string().nullable(),
   metrics: z.unknown().describe('Per-turn latency as recorded by the runtime, or null'),
   items: z.array(sessionItem),
-  analysis: analysisEntity.nullable().describe('Post-call analysis (GAPS.md §8.2); null until it settles'),
+  analysis: analysisEntity.nullable().describe('Post-call analysis; null until it settles'),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -234,7 +234,7 @@ export function toListRow(r: SessionRow): z.infer<typeof sessionListRow> {
 
 const ITEM_RANK: Record<string, number> = { message: 0, tool_call: 1, tool_result: 2 };
 
-/** Items sorted by `created_at`; on a tie message, then tool_call, then tool_result (GAPS.md §4.4). */
+/** Items sorted by `created_at`; on a tie message, then tool_call, then tool_result (docs/api/sessions.md). */
 export function toItems(rows: SessionItemRow[]): z.infer<typeof sessionItem>[] {
   const items = rows.map((r) => {
     const created = typeof r.payload.created_at === 'string' ? r.payload.created_at : r.created_at.toISOString();
@@ -329,7 +329,7 @@ export interface PhoneSessionRequest {
   dynamicVariables?: Record<string, VariableValue>;
   overrides?: Overrides;
   metadata?: Record<string, unknown>;
-  /** The zone of the human party's country when it has only one (GAPS.md §9 step 4). */
+  /** The zone of the human party's country when it has only one (docs/api/sessions.md "Time zone"). */
   phoneZone?: string | null;
   expiresInMs: number;
   /** `livekit` when the call's media is in a LiveKit room (livekit-sip carrier); default `websocket`. */
@@ -512,7 +512,7 @@ export class SessionService {
         metadata: o.metadata ?? {},
         record_audio: config.conversation.record_audio,
         timezone: resolveTimezone({ agent: config.conversation.timezone, phone: o.phoneZone ?? null }),
-        // GAPS.md §4.3: on outbound calls `caller_number` is the person dialed.
+        // docs/api/sessions.md: on outbound calls `caller_number` is the person dialed.
         caller_number: human,
         dialed_number: o.direction === 'inbound' ? o.dialedNumber : o.callerNumber,
         token_hash: createHash('sha256').update(randomBytes(32)).digest('hex'),
@@ -565,7 +565,7 @@ export class SessionService {
   }
 
   /**
-   * A builder preview (GAPS.md §10): a session of the draft frozen as `o.draft`, source
+   * A builder preview (docs/api/preview.md): a session of the draft frozen as `o.draft`, source
    * `dashboard`, version 0, no recording, billed like an API-key session (hold up front, usage
    * settled at the end). Check order: agent (404) → archived (409) → capacity (503) →
    * gateway (502) → credit (402, in the insert). Same token and transports as `create`.

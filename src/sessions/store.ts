@@ -33,7 +33,7 @@ export interface SessionRow {
   end_user_id: string | null;
   metadata: Record<string, unknown>;
   record_audio: boolean;
-  /** The resolved IANA zone (GAPS.md §9 order); `UTC` as the fallback. */
+  /** The resolved IANA zone (order of docs/api/sessions.md "Time zone"); `UTC` as the fallback. */
   timezone: string;
   client_timezone: string | null;
   world_context: boolean;
@@ -53,7 +53,7 @@ export interface SessionRow {
   token_hash: string;
   /** Post-call analysis (migration 009): null (none: never joined), queued, running, completed, skipped, error. */
   analysis_status?: string | null;
-  /** The settled analysis entity (GAPS.md §8.2), null until settled. */
+  /** The settled analysis entity (docs/api/analysis.md), null until settled. */
   analysis?: unknown;
   analysis_finished_at?: Date | null;
   /** A builder preview (migration 011): never listed, no webhooks, no transcript kept; version_number 0. */
@@ -217,7 +217,7 @@ export async function markSessionEnded(
 }
 
 /**
- * Whether the analysis of session row `x` makes a model call (GAPS.md §8.2): the version it ran
+ * Whether the analysis of session row `x` makes a model call (docs/api/analysis.md): the version it ran
  * has analysis enabled (summary on, or a data field or criterion) and the caller said something.
  * False otherwise, including when the version is gone.
  */
@@ -294,7 +294,7 @@ export interface SessionFilter {
 }
 
 export function listSessions(sql: Sql, teamId: string, f: SessionFilter, page: PageRequest): Promise<Page<SessionRow>> {
-  // Previews are never listed (GAPS.md §4.3).
+  // Previews are never listed (docs/api/sessions.md).
   const where = sql`
     team_id = ${teamId} and status in ${sql(f.statuses)} and not preview
     ${f.agentId !== undefined ? sql`and agent_id = ${f.agentId}` : sql``}
@@ -307,7 +307,7 @@ export function listSessions(sql: Sql, teamId: string, f: SessionFilter, page: P
 }
 
 /**
- * Pending sessions whose `expires_at` passed keep status `pending` (GAPS.md §4.2) but give
+ * Pending sessions whose `expires_at` passed keep status `pending` (docs/api/sessions.md) but give
  * their hold back: a refund ledger entry each, `charged_micros` set to 0. Returns how many.
  * Meant for a periodic sweep (the runtime's supervisor). A refunded session that still
  * becomes active is charged in full at its end (settlement charges cost − charged).

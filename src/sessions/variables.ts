@@ -1,5 +1,5 @@
 /**
- * Dynamic and system variables, timezone resolution and world context (GAPS.md §9).
+ * Dynamic and system variables, timezone resolution and world context (docs/api/sessions.md).
  * The session API validates and stores variables; the session runtime renders them once,
  * when the session is assembled, into the system prompt and the first message (configured or
  * overridden), and the system ones into webhook tool requests.
@@ -112,7 +112,7 @@ export function systemVariables(i: SystemVariableInput): Record<string, string> 
 }
 
 /**
- * The session's zone, first match wins (GAPS.md §9): the request's `timezone` (validated
+ * The session's zone, first match wins (docs/api/sessions.md): the request's `timezone` (validated
  * before, so taken as is), the agent's `conversation.timezone`, the client's browser zone when
  * it is a valid IANA name, the phone number's zone (single-zone countries; the telephony side
  * passes it), else `UTC`.

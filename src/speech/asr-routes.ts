@@ -6,10 +6,10 @@ import type { HttpApp } from '../http/app.ts';
 import { ASR_BODY_LIMIT, asrResponseBody, asrResponseSchema, ASR_MAX_AUDIO_BYTES, asrRequestSchema, type AsrRequest, type AsrService } from './asr.ts';
 import { errorBody } from '../http/openapi.ts';
 
-/** Speech endpoints answer a bad key with `Invalid Token` (GAPS §2.1). */
+/** Speech endpoints answer a bad key with `Invalid Token` (docs/api/auth-errors.md). */
 export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
 
-/** POST /v1/asr (GAPS §11.3). */
+/** POST /v1/asr (docs/api/asr.md). */
 export function mountAsrRoutes(http: HttpApp, asr: AsrService): void {
   http.route({
     method: 'POST', path: '/v1/asr', auth: 'required', body: 'any', bodyLimit: ASR_BODY_LIMIT, authMessages: SPEECH_AUTH_MESSAGES,
@@ -53,7 +53,7 @@ export function readAsrRequest(raw: Buffer | undefined, contentType: string | un
     if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Uint8Array) throw new ServiceError('bad_request', 'The MessagePack body must be a map');
     body = { ...(v as Record<string, unknown>) };
   } else {
-    // JSON with base64 audio included (GAPS §11.3: rejected).
+    // JSON with base64 audio included (docs/api/asr.md: rejected).
     throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
   }
   for (const [k, v] of Object.entries(body)) if (v === null || v === undefined) delete body[k];

@@ -1,9 +1,9 @@
 /**
- * Transcription (`POST /v1/asr`, GAPS §11.3): the request (multipart or MessagePack), the
+ * Transcription (`POST /v1/asr`, docs/api/asr.md): the request (multipart or MessagePack), the
  * limits, the call to the backend's Transcribe and the response shape. Other surfaces (the
  * compat families' speech-to-text) reuse `AsrService.transcribe`.
  *
- * Rules (docs/decisions.md, "Native ASR"):
+ * Rules (D-ASR-1):
  * - `multipart/form-data` or `application/msgpack`; anything else, JSON included → bare 415;
  * - explicit nulls count as absent and unknown fields are ignored (as on `/v1/tts`);
  * - audio ≤ 20 MiB (413), decodable (400), 1 s to 60 min long (400); no credit → 402;
@@ -19,7 +19,7 @@ import type { InferenceClient } from '../inference/index.ts';
 import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import type { Logger } from '../log.ts';
 
-/** Largest audio upload (GAPS §11.3: 20 MB). */
+/** Largest audio upload (docs/api/asr.md: 20 MB). */
 export const ASR_MAX_AUDIO_BYTES = 20 * 1024 * 1024;
 /** The route's body limit: the audio plus room for the multipart envelope and fields. */
 export const ASR_BODY_LIMIT = ASR_MAX_AUDIO_BYTES + 64 * 1024;

@@ -1,5 +1,5 @@
 /**
- * The speech concurrency cap (GAPS §11.1 errors, §12.3): per team, at most N speech
+ * The speech concurrency cap (docs/api/speech.md "Concurrency"; D-TTS-5): per team, at most N speech
  * requests at once — a synthesis (`POST /v1/tts`, with-timestamp, a `wss /v1/tts/live`
  * socket, each compat synthesis), or a transcription (`POST /v1/asr` and the compat
  * transcriptions, which call the same services). N comes from the team's spend tier:

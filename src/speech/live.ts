@@ -1,5 +1,5 @@
 /**
- * `wss /v1/tts/live` (GAPS §11.4, upstream-asyncapi.yml): live synthesis over one
+ * `wss /v1/tts/live` (docs/api/speech.md "Live synthesis"; D-TTS-4): live synthesis over one
  * WebSocket with binary MessagePack frames.
  *
  * - Upgrade: `Authorization: Bearer`, `model` (unknown/missing → s2.1-pro), `traceparent`.
@@ -30,7 +30,7 @@ import { recordUsage } from './usage.ts';
 import type { SpeechSlot } from './concurrency.ts';
 import { join, SPEECH_AUTH_MESSAGES, type Prepared, type TtsService } from './tts.ts';
 
-/** Largest client frame (GAPS §11.4). */
+/** Largest client frame (docs/api/speech.md). */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
 /** Unsent bytes on a socket above which the backend stream is paused. */
 export const HIGH_WATER_BYTES = 1024 * 1024;

@@ -3,7 +3,7 @@
  * `start` frame of `wss /v1/tts/live`): one zod schema for JSON and MessagePack bodies,
  * the `model` header, and the mapping to the backend's `SynthesizeRequest`.
  *
- * Rules (docs/decisions.md, "Native TTS request"):
+ * Rules (D-TTS-1):
  * - explicit `null` anywhere in the body is treated as absent (fish-audio-sdk sends nils);
  * - unknown keys are ignored, not refused (the Fish clients send `model_id` and others);
  * - a value of the wrong type or outside its range → 422 list; a sample rate the format
@@ -17,7 +17,7 @@ import { parse } from '../validation.ts';
 import { AudioEncoding, LatencyMode } from '../gen/inference/v1/inference_pb.ts';
 import { SPEECH_MODEL_IDS, type SynthesizeInput } from '../inference/index.ts';
 
-/** Longest text one request may carry, in Unicode code points (GAPS open decision 16). */
+/** Longest text one request may carry, in Unicode code points (D-TTS-1). */
 export const MAX_TEXT_CHARS = 20_000;
 
 /** Opus bitrates the API names: automatic, or these in bit/s (kbit/s values are scaled). */

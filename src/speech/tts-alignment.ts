@@ -1,5 +1,5 @@
 /**
- * Alignment for `POST /v1/tts/stream/with-timestamp` (GAPS §11.2). The text is cut into
+ * Alignment for `POST /v1/tts/stream/with-timestamp` (docs/api/speech.md). The text is cut into
  * text chunks the way the request's `chunk_length` asks (sentences first, then whitespace);
  * the backend's word segments (absolute milliseconds) are assigned to the text chunk they
  * fall in by their position in the text. Each event carries the cumulative snapshot of its

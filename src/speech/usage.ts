@@ -4,7 +4,7 @@
  * never fails a request: errors are logged and swallowed. Before a call starts,
  * `ensureCredit` refuses a team whose credit is exhausted (402 `Out of API credit`).
  *
- * Prices are per model, in micro-units of the billing currency (docs/decisions.md):
+ * Prices are per model, in micro-units of the billing currency (D-BILL-1):
  * synthesis 15 per character ($15 per million characters; `s2.1-pro-free` is free),
  * transcription 100 per second ($0.36 per hour), voice design 10,000 per successful call ($0.01).
  */

@@ -6,7 +6,7 @@
  * `REGISTRY_TTL_MS` and the holder refreshes them every `REGISTRY_REFRESH_MS`, so a node that
  * dies without releasing leaves entries that vanish within the TTL (about the reconnect grace
  * period: a session of a dead node cannot be resumed anyway). Another node uses `lookup` to
- * send a reconnecting client to the owner (docs/decisions.md, "Cross-node resume").
+ * send a reconnecting client to the owner (D-SESS-5).
  */
 import type { SharedState } from './types.ts';
 

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing for the inference endpoints (SPEC-speech "Trace propagation").
+ * OpenTelemetry tracing for the inference endpoints (docs/api/speech.md "Tracing"; D-OBS-1).
  *
  * A request's `traceparent` (W3C) is extracted with the standard propagator: a valid one
  * makes the request span a child of the caller's span (same trace id); a missing or

@@ -4,7 +4,7 @@
  * `sandbox.ts`) and `livekit-sip` (`managed`, `livekit-sip.ts`). docs/telephony.md.
  */
 
-/** The neutral provider values of the API (docs/decisions.md "Phone numbers: providers"). */
+/** The neutral provider values of the API (D-PHONE-1). */
 export const PROVIDERS = ['sandbox', 'managed', 'sip'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
@@ -99,7 +99,7 @@ export interface InboundCall extends CallLeg {
 
 /**
  * A call the platform handed off (cold transfer, warm merge): the caller and the human talk
- * without us. Transfer minutes are billed from the handoff to `ended` (GAPS.md §6.3).
+ * without us. Transfer minutes are billed from the handoff to `ended` (docs/api/phone.md).
  */
 export interface Handoff {
   /** Resolves when that call ends (either party hangs up); null when the carrier cannot tell. */

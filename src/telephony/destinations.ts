@@ -1,5 +1,5 @@
 /**
- * Where calls may go (GAPS.md §13.3, §6.3): E.164 numbers in the country allow-list (US, CA,
+ * Where calls may go (docs/api/phone.md): E.164 numbers in the country allow-list (US, CA,
  * JP), with the Japanese trunk zero normalized away and Japanese premium ranges blocked. Used
  * by outbound calls and by transfer destinations in the agent config.
  */
@@ -51,7 +51,7 @@ const CA_AREAS = new Set([
   '782', '807', '819', '825', '867', '873', '879', '902', '905',
 ]);
 
-/** The zone of a number's country when the country has exactly one (GAPS.md §9 step 4), else null. */
+/** The zone of a number's country when the country has exactly one (docs/api/sessions.md "Time zone"), else null. */
 export function singleZoneOf(number: string | null | undefined): string | null {
   if (number && /^\+81/.test(number)) return 'Asia/Tokyo';
   return null;

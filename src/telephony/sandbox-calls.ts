@@ -1,6 +1,6 @@
 /**
  * Calls of the sandbox carrier. The "phones" are WebSocket clients of
- * `/v1/telephony/sandbox/calls` (docs/telephony-sandbox.md): a socket either dials one of the
+ * `/v1/telephony/sandbox/calls` (docs/telephony.md, "The sandbox phones"): a socket either dials one of the
  * carrier's numbers (it is the caller of an inbound call) or registers as the phone line of a
  * number (outbound calls and transfers to that number ring it). Audio is 8 kHz mono 16-bit
  * PCM. Everything lives in this process: one node, tests and development.

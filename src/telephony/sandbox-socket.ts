@@ -1,5 +1,5 @@
 /**
- * `wss /v1/telephony/sandbox/calls`: the phones of the sandbox carrier (docs/telephony-sandbox.md).
+ * `wss /v1/telephony/sandbox/calls`: the phones of the sandbox carrier (docs/telephony.md, "The sandbox phones").
  *
  * - `?dial=<to>&from=<caller>`: the socket calls one of the carrier's numbers (inbound call).
  * - `?line=<number>`: the socket is the phone line of `number`: outbound calls and transfers to

@@ -29,7 +29,7 @@ export class SandboxCarrier implements Carrier {
   private readonly held = new Map<string, string>();
   private readonly failures: Record<SandboxOperation, string[]> = { purchase: [], release: [], dial: [], transfer: [] };
   private seq = 0;
-  /** Calls: phones are WebSocket clients of `/v1/telephony/sandbox/calls` (docs/telephony-sandbox.md). */
+  /** Calls: phones are WebSocket clients of `/v1/telephony/sandbox/calls` (docs/telephony.md, "The sandbox phones"). */
   readonly calls = new SandboxCalls((n) => this.held.has(n), this.failures);
 
   /** The next `times` calls of `op` fail with `detail` (queued after failures already set). */

@@ -1,5 +1,5 @@
 /**
- * The built-in `transfer_call` system tool of phone sessions (GAPS.md §6.3). It appears to the
+ * The built-in `transfer_call` system tool of phone sessions (docs/api/phone.md). It appears to the
  * model whenever the agent has a transfer destination (never listed in `tools`).
  *
  * Cold: the agent's announcement is played out (the tool says "Please hold while I transfer

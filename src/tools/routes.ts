@@ -7,7 +7,7 @@ import { who } from '../http/router.ts';
 
 const notFoundDoc = { description: 'Missing or another team\'s tool', schema: errorBody };
 
-/** /v1/agent/tools: workspace tools (GAPS §6). */
+/** /v1/agent/tools: workspace tools (docs/api/tools.md). */
 export function mountToolRoutes(http: HttpApp, tools: ToolService): void {
   const tags = ['Tools'];
   http.route({

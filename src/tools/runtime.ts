@@ -131,7 +131,7 @@ export function webhookSessionTool(tool: RuntimeTool, name: string, o: WebhookTo
   };
 }
 
-/** A client's answer to `client_tool.call` (GAPS.md §5 `client-event`). */
+/** A client's answer to `client_tool.call` (docs/api/sessions.md `client-event`). */
 export interface ClientToolResult {
   callId: string;
   result?: unknown;

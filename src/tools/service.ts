@@ -19,7 +19,7 @@ export const EXECUTION_MODES = ['blocking', 'fire_and_forget', 'background'] as 
 /** timeout_seconds: 1–120, or 1–300 for background tools (the spec's table). */
 export const MAX_TIMEOUT_S = 120;
 export const MAX_BACKGROUND_TIMEOUT_S = 300;
-/** Client tool names (GAPS §6.1); a leading underscore is reserved for built-ins and fails the pattern. */
+/** Client tool names (docs/api/tools.md); a leading underscore is reserved for built-ins and fails the pattern. */
 const CLIENT_TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 /** RFC 9110 token: what the runtime can actually send as a header name. */
 const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]*$/; // emptiness is min(1)'s error
@@ -31,7 +31,7 @@ const argumentSchema = z.strictObject({
 
 /**
  * A header as written. Credential kinds are always secret; a `custom` header is secret when
- * it says `secret: true` (docs/decisions.md). Secret values are sealed and never read back.
+ * it says `secret: true` (D-TOOL-1). Secret values are sealed and never read back.
  */
 const headerWrite = z
   .strictObject({
@@ -79,7 +79,7 @@ const fields = {
   execution_mode: z.enum(EXECUTION_MODES),
 };
 
-/** POST /v1/agent/tools (GAPS §6.1; the spec's `mock responses` key is `mock_responses`). */
+/** POST /v1/agent/tools (docs/api/tools.md; the spec's `mock responses` key is `mock_responses`). */
 export const toolCreateBody = z
   .strictObject({
     name: z.string().min(1).max(120),
@@ -126,7 +126,7 @@ export const toolListQuery = z.strictObject({
 
 const headerRead = z.object({ name: z.string(), kind: z.enum(HEADER_KINDS), value: z.string().nullable(), has_secret: z.boolean() });
 
-/** The list row (GAPS §6.2 summary). */
+/** The list row (docs/api/tools.md). */
 export const toolSummary = z.object({
   tool_id: z.string(),
   workspace_id: z.string(),

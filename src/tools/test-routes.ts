@@ -3,7 +3,7 @@ import { toolTestBody, toolTestResult, type ToolTestService } from './test-servi
 import { errorBody } from '../http/openapi.ts';
 
 
-/** POST /v1/agent/tools/{tool_id}/test (GAPS.md §6.2; docs/decisions.md). */
+/** POST /v1/agent/tools/{tool_id}/test (docs/api/tools.md; D-TOOL-2). */
 export function mountToolTestRoutes(http: HttpApp, tests: ToolTestService): void {
   http.route({
     method: 'POST', path: '/v1/agent/tools/{tool_id}/test', auth: 'required', body: 'json', input: { body: toolTestBody },

@@ -1,5 +1,5 @@
 /**
- * The webhook tool test (GAPS.md §6.2, decided in docs/decisions.md): one real call of a tool
+ * The webhook tool test (docs/api/tools.md, decided in D-TOOL-2): one real call of a tool
  * with given arguments, or the answer of one of its stored mock responses. The rendering here
  * (`renderToolRequest`) is the rule the conversation runtime uses too.
  */
@@ -9,7 +9,7 @@ import type { Principal } from '../auth/principal.ts';
 import { outboundFetch, type Resolver } from '../net/index.ts';
 import type { RuntimeTool } from './service.ts';
 
-/** Response bytes a test captures (SPEC-agents.md, Limits). */
+/** Response bytes a test captures (docs/api/tools.md "Test a tool"). */
 export const TOOL_TEST_CAPTURE_BYTES = 64 * 1024;
 
 const argumentValue = z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(z.unknown()), z.record(z.string(), z.unknown())]);

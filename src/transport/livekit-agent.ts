@@ -1,5 +1,5 @@
 /**
- * The `livekit` transport, agent side (GAPS.md §5): for each LiveKit session the node that
+ * The `livekit` transport, agent side (docs/api/sessions.md): for each LiveKit session the node that
  * created it joins the session's room as the agent participant (`agent-<session_id>`) with
  * @livekit/rtc-node, waits for the caller (`caller-<session_id>`) until the session's
  * `expires_at`, then starts the session through the runtime (the same `connect` the websocket
@@ -67,7 +67,7 @@ export type RoomAction =
 const encoder = new TextEncoder();
 
 /**
- * What a session message becomes in the room (GAPS.md §5). `session.started` and
+ * What a session message becomes in the room (docs/api/sessions.md). `session.started` and
  * `session.moved` belong to the websocket transport and have no LiveKit form (null).
  */
 export function roomActionFor(m: ServerMessage | SessionMessage, sessionId: string): RoomAction | null {

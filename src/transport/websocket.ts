@@ -1,6 +1,6 @@
 /**
  * The built-in `websocket` transport (docs/websocket-transport.md): one socket per client at
- * `/v1/agent/sessions/connect`. JSON text frames carry the GAPS.md §5 messages (agent state,
+ * `/v1/agent/sessions/connect`. JSON text frames carry the docs/api/sessions.md messages (agent state,
  * transcripts, `agent-event`, `client-event`); binary frames carry audio, 16 kHz mono 16-bit
  * little-endian PCM both ways. The agent's audio arrives here already paced in real time.
  *
@@ -140,7 +140,7 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         } catch (err) {
           if (!(err instanceof ConnectRefused && err.code === CLOSE.notLive)) return fail(err);
           // Not live here: another node may hold it (session registry). The client reconnects
-          // there itself (docs/decisions.md, "Cross-node resume"): no media is proxied.
+          // there itself (D-SESS-5): no media is proxied.
           runtime.locate(d.sessionId, d.resume).then((url) => {
             link.message({ topic: 'session', type: 'session.moved', sessionId: d.sessionId, url });
             refuse(CLOSE.moved, 'Session is live on another node');

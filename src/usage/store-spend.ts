@@ -4,7 +4,7 @@ import type { Sql } from '../store/db.ts';
  * What a team has paid, in micro-units: the net of its credit grants (`credit_ledger` rows
  * with reason `grant`, written by team creation and `parley credit grant`; a negative grant,
  * a correction, lowers it), never below 0. Usage debits, session holds and refunds are not
- * payments and do not count. Sets the speech concurrency tier (docs/decisions.md).
+ * payments and do not count. Sets the speech concurrency tier (D-TTS-5).
  */
 export async function paidMicros(sql: Sql, teamId: string): Promise<bigint> {
   const [row] = await sql<{ paid: string | null }[]>`

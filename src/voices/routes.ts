@@ -13,7 +13,7 @@ const notFound = { description: 'Missing, deleted, or another team\'s private vo
 const tags = ['Voice models'];
 const common = { auth: 'required' as const, authMessages: SPEECH_AUTH_MESSAGES };
 
-/** /model and /model/{id} (GAPS §11.5), plus the sample and cover paths the entity points to. */
+/** /model and /model/{id} (docs/api/voices.md), plus the sample and cover paths the entity points to. */
 export function mountVoiceRoutes(http: HttpApp, voices: VoiceService): void {
   http.route({
     ...common, method: 'POST', path: '/model', body: 'any', bodyLimit: VOICE_BODY_LIMIT,

@@ -1,7 +1,7 @@
 /**
- * Voice models (`/model`, GAPS §11.5) and the voice resolver the synthesis endpoints use.
+ * Voice models (`/model`, docs/api/voices.md) and the voice resolver the synthesis endpoints use.
  *
- * Rules (docs/decisions.md, "Voice models"):
+ * Rules (D-VOICE-1):
  * - bodies: multipart/form-data (preferred), JSON, MessagePack or urlencoded; files are parts
  *   in multipart, raw bytes in MessagePack and standard base64 in JSON and urlencoded; explicit
  *   nulls count as absent and unknown fields are ignored (as on `/v1/tts`);

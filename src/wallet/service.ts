@@ -2,7 +2,7 @@
  * The wallet endpoints of the speech API (`/wallet/{user_id}/api-credit`, `/wallet/{user_id}/package`),
  * which the official clients' `user` calls read. In Parley the wallet is the team's: `user_id`
  * is `self` or the caller's own team id (anything else is `404`, like another team's resource).
- * What each field holds is in docs/decisions.md ("Wallet").
+ * What each field holds is in D-BILL-2 (docs/decisions.md).
  */
 import { z } from 'zod';
 import { ServiceError } from '../errors.ts';

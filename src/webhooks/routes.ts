@@ -4,7 +4,7 @@ import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
 
 
-/** The post-call webhook delivery log of a session, and redelivery (issue 8; docs/decisions.md). */
+/** The post-call webhook delivery log of a session, and redelivery (issue 8; D-HOOK-1). */
 export function mountWebhookRoutes(http: HttpApp, deliveries: WebhookDeliveryService): void {
   const tags = ['Webhooks'];
   http.route({

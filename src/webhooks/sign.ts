@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** The header every signed post-call webhook carries (SPEC-agents.md, Authentication 7). */
+/** The header every signed post-call webhook carries (docs/api/webhooks.md "Signature"). */
 export const SIGNATURE_HEADER = 'X-Service-Webhook-Signature';
 
 /**
- * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." ‖ raw body)>` (GAPS.md §8.1).
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." ‖ raw body)>` (docs/api/webhooks.md).
  * Each attempt is signed again with its own `t`; the body bytes never change.
  */
 export function signatureHeader(secret: string, body: string | Buffer, nowMs = Date.now()): string {

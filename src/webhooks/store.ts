@@ -26,7 +26,7 @@ export interface DeliveryRow {
 }
 
 /**
- * The `session` object of a post-call body (GAPS.md §8.1), built from a `sessions` row aliased
+ * The `session` object of a post-call body (docs/api/webhooks.md), built from a `sessions` row aliased
  * `e` (compact JSON; `metadata` embedded as the stored `json` text, so verbatim).
  */
 function sessionSnapshot(sql: Sql, atDial = false) {
@@ -49,7 +49,7 @@ function sessionSnapshot(sql: Sql, atDial = false) {
  * written atomically with the end: a session is never ended without its deliveries.
  *
  * Which sessions: every one that started (someone joined) and is not a builder preview
- * (`preview`, migration 011; GAPS.md §8.1 "Preview calls → nothing"); a session nobody joined
+ * (`preview`, migration 011; previews send nothing, docs/api/webhooks.md); a session nobody joined
  * sends nothing, like an expired pending one.
  * Which endpoints: every `webhooks.post_call` entry of the version the session ran.
  * What: `call.ended` (seq 1); and `call.analyzed` (seq 2) at once when the same statement
@@ -79,7 +79,7 @@ export function postCallQueueCte(sql: Sql) {
 
 /**
  * The body of a data-modifying CTE that queues `phone_call.dial_finished` (seq 0: before
- * `call.ended`) of outbound calls whose dial a statement just settled (GAPS.md §8.1: once per
+ * `call.ended`) of outbound calls whose dial a statement just settled (docs/api/webhooks.md: once per
  * call, answered or not). Contract: the enclosing statement has a CTE named `dialed` of
  * `sessions` rows as updated, with `dial_status` and `answered_by` set. Same endpoints (the
  * version's `webhooks.post_call`) and signing as the post-call events; the session snapshot is

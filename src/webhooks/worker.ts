@@ -29,7 +29,7 @@ export interface WebhookWorkerOptions {
   allow: string[];
   /** Name resolution for the guard; tests inject one. */
   lookup?: Resolver;
-  /** Delay before attempt n+1 after attempt n fails; default `[1000, 5000]` (GAPS.md §8.1). */
+  /** Delay before attempt n+1 after attempt n fails; default `[1000, 5000]` (docs/api/webhooks.md). */
   backoffMs?: number[];
   /** Attempts in all, default 3. */
   maxAttempts?: number;

@@ -327,6 +327,34 @@ t.test('user.message with audio:false gets a text-only reply', async (t) => {
   await handle.ended;
 });
 
+t.test('a typed message sent while the recognizer opens is answered once the session is live', async (t) => {
+  let open!: () => void;
+  const { clock, handle, rec } = await start({}, { sttOpens: new Promise<void>((r) => { open = r; }) });
+  t.equal(handle.state, 'initializing');
+  handle.send({ type: 'user.message', text: 'are you there', audio: false });
+  await clock.tick(100);
+  t.same(rec.finals(), [], 'nothing answered before the session is live');
+  open();
+  await clock.tick(100);
+  t.same(rec.finals(), ['agent: You said: are you there']);
+  t.same(rec.items.map((i) => i.payload.role), ['user', 'assistant'], 'the typed message and the answer recorded');
+  t.equal(handle.state, 'idle');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('a typed message sent while the recognizer opens interrupts the first message, as one sent as it starts would', async (t) => {
+  let open!: () => void;
+  const { clock, handle, rec } = await start({ firstMessage: { mode: 'fixed', text: 'Hello there, welcome to the line.' } }, { sttOpens: new Promise<void>((r) => { open = r; }) });
+  handle.send({ type: 'user.message', text: 'quick question', audio: false });
+  open();
+  await clock.tick(2000);
+  t.equal(rec.finals().at(-1), 'agent: You said: quick question');
+  t.equal(handle.state, 'idle');
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('user.hangup ends the session', async (t) => {
   const { handle } = await start();
   handle.send({ type: 'user.hangup' });
@@ -384,6 +412,39 @@ t.test('re-engage: a nudge after silence, then a farewell and the end', async (t
 
 t.test('a transcription stream that cannot open fails the session', async (t) => {
   const { handle } = await start({}, { failStt: true });
+  t.match(await handle.ended, { status: 'failed', reason: 'error' });
+});
+
+t.test('a lost recognizer (its backend crashed): the client is told, a new stream is opened and the session goes on', async (t) => {
+  let down = false;
+  const { clock, handle, fake, rec } = await start({}, { failStt: () => down });
+  fake.say('hello');
+  await clock.tick(1000);
+  t.same(rec.finals(), ['user: hello', 'agent: You said: hello']);
+  down = true;
+  fake.stt!.fail(new Error('14 UNAVAILABLE: Connection dropped'));
+  await clock.tick(2000);
+  t.match(rec.messages.filter((m) => m.topic === 'agent-event'), [{ type: 'error', code: 'provider_error' }], 'the client hears of it once');
+  t.equal(handle.state, 'idle', 'the session is still live');
+  handle.sendAudio(new Uint8Array(640)); // dropped while no recognizer is open
+  down = false;
+  await clock.tick(2000);
+  t.equal(fake.sttOpened, 2, 'a second stream was opened');
+  fake.say('still there');
+  await clock.tick(1000);
+  t.same(rec.finals(), ['user: hello', 'agent: You said: hello', 'user: still there', 'agent: You said: still there']);
+  handle.end('test');
+  t.match(await handle.ended, { status: 'completed', reason: 'test' });
+});
+
+t.test('a recognizer that cannot be reopened within 30 s ends the session with error', async (t) => {
+  let down = false;
+  const { clock, handle, fake } = await start({}, { failStt: () => down });
+  down = true;
+  fake.stt!.fail(new Error('14 UNAVAILABLE'));
+  await clock.tick(29_000);
+  t.equal(handle.state, 'idle', 'still trying at 29 s');
+  await clock.tick(3000);
   t.match(await handle.ended, { status: 'failed', reason: 'error' });
 });
 

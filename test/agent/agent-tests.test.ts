@@ -1,4 +1,4 @@
-// Agent tests (GAPS.md §10, API in docs/decisions.md): text-only runs of an agent against a
+// Agent tests (docs/api/agent-tests.md, API in D-TEST-1): text-only runs of an agent against a
 // scripted user, webhook tools really executed and always blocking, judged by criteria.
 import t from 'tap';
 import { openApiValidator } from '../helpers/openapi.ts';

@@ -1,7 +1,7 @@
-// The draft's reported state follows its attached tools and knowledge sources (SPEC-agents:
-// "`config_hash` … equals the version's when nothing is unpublished"; "Editing a tool changes
-// every agent that uses it"; GAPS §7: "Drafts follow the newest revision; publish pins the
-// revision"). The draft holds only their ids, so the hash clients see folds in what publish
+// The draft's reported state follows its attached tools and knowledge sources (docs/api/drafts-versions.md:
+// the draft's `config_hash` is the version's while nothing is unpublished, and a tool edit
+// reaches every agent using it; docs/api/knowledge.md: a draft uses a source's newest
+// revision, publish pins it; D-DRAFT-2). The draft holds only their ids, so the hash clients see folds in what publish
 // would pin: an edit to an attached tool or a new revision of an attached source shows as
 // unpublished changes until the next publish, and bookkeeping (an empty tool PATCH bumping
 // `updated_at`, the tool being attached elsewhere) does not.

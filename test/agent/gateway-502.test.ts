@@ -1,5 +1,5 @@
-// SPEC-agents.md status 502: "An upstream failed; the message names it (`Agent gateway is
-// unreachable` …). Retry is safe." With LiveKit configured, session creation creates the
+// Status 502 (docs/api/auth-errors.md, D-SESS-7): an upstream failed, the message names it
+// (`Agent gateway is unreachable`), and a retry is safe. With LiveKit configured, session creation creates the
 // session's room on the media server first; when the server does not answer, creation is 502
 // with nothing charged and no session stored. No LiveKit server exists here: LIVEKIT_URL points
 // at a closed local port (connection refused) or at a socket that never answers (timeout).

@@ -1,4 +1,4 @@
-// Builder preview calls (GAPS.md §10; SPEC-agents.md Limits "Preview calls in the builder"):
+// Builder preview calls (docs/api/preview.md; D-PREV-1):
 // a session of the draft frozen at creation, capped at min(600 s, max_duration_seconds), never
 // listed, no webhooks, no stored transcript, analysis readable only through the preview read.
 import t from 'tap';
@@ -65,7 +65,7 @@ t.test('a never-published agent can be previewed; system.channel is web_voice', 
   t.equal(created.status, 200);
   const caller = await connect(created.body);
   await caller.waitFor(() => caller.finals('agent').length === 1, 15_000, 'the opener');
-  t.same(caller.finals('agent'), ['Unpublished on web_voice.'], 'previews count as web_voice (GAPS.md §9)');
+  t.same(caller.finals('agent'), ['Unpublished on web_voice.'], 'previews count as web_voice');
   await caller.convo.hangup();
 });
 

@@ -1,4 +1,4 @@
-// Post-call analysis (GAPS.md §8.2): summary, data fields, criteria from the scripted model in
+// Post-call analysis (docs/api/analysis.md): summary, data fields, criteria from the scripted model in
 // structured mode; stored on the session, shown in the detail, sent in call.analyzed.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
 // backend, scripted chat model), an agent with client tools the scripted model calls, and
 // `start()` from `parley/client`.
 //
-// Rules (GAPS.md §5): `client_tool.call` reaches the SDK as the `clientToolCall` event
+// Rules (docs/api/sessions.md): `client_tool.call` reaches the SDK as the `clientToolCall` event
 // ({callId, toolName, params, expectsResponse}); the SDK answers with `client_tool.result`
 // ({callId, result} or {callId, isError:true}), by hand (`sendClientToolResult`) or through
 // the `clientTools` handlers; fire-and-forget calls get no answer.

@@ -1,5 +1,5 @@
 /**
- * The SDK's `livekit` transport against an injected room (GAPS.md §5 mapping): data topics,
+ * The SDK's `livekit` transport against an injected room (docs/api/sessions.md mapping): data topics,
  * transcription text streams with their attributes, the agent-state attribute, hang-up.
  */
 import t from 'tap';

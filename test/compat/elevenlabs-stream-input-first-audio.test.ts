@@ -1,4 +1,4 @@
-// SPEC-speech.md, family C realtime synthesis frames: "With alignment on, the first audio of a
+// docs/api/compat.md, "Family C sockets": "With alignment on, the first audio of a
 // turn arrives only after its first text chunk is fully synthesized." Driven on one speech
 // context (the turn of a stream-input socket, or one context of multi-stream-input) with a
 // backend stand-in whose audio chunks the test releases one at a time, so what the client has

@@ -1,4 +1,4 @@
-// Family C socket clocks: the connection lifetime (GAPS §12.3: 3600 s) on stream-input,
+// Family C socket clocks: the connection lifetime (docs/api/compat.md: 3600 s) on stream-input,
 // multi-stream-input and realtime STT, and the vendor's `inactivity_timeout` (seconds,
 // default 20, at most 180) on the two synthesis sockets. The family C routes are mounted
 // here on a second server with shortened clocks (lifetime 3 s; one second of
@@ -48,7 +48,7 @@ const key = () => ({ 'xi-api-key': app.key });
 const tts = (kind: 'stream-input' | 'multi-stream-input', query = '') => `${wsBase}/text-to-speech/default/${kind}?output_format=pcm_16000${query ? `&${query}` : ''}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-t.test('the limits: lifetime 3600 s (GAPS §12.3); inactivity_timeout default 20 s, at most 180 s', async (t) => {
+t.test('the limits: lifetime 3600 s; inactivity_timeout default 20 s, at most 180 s', async (t) => {
   t.equal(WS_LIFETIME_MS, 3600 * 1000);
   t.same(INACTIVITY_TIMEOUT_S, { default: 20, min: 1, max: 180 });
   t.same(LIFETIME_CLOSE, { code: 1000, reason: 'connection lifetime reached' });

@@ -1,5 +1,5 @@
 // Family C multi-context streaming (wss …/text-to-speech/{voice_id}/multi-stream-input), driven the
-// way the LiveKit ElevenLabs plugin 1.x drives it (CLIENTS.md §5), with a raw `ws` client.
+// way the LiveKit ElevenLabs plugin 1.x drives it (docs/api/compat.md "Clients"), with a raw `ws` client.
 import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { heard } from '../speech/tts-helpers.ts';

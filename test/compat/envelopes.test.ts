@@ -1,5 +1,5 @@
 // Errors the HTTP layer answers itself under /compat (404 unknown path, 405, 413 over the
-// GAPS §12.3 body limits) come in each family's envelope; the X-Service- rule is the same in
+// body limits of docs/api/compat.md "Limits") come in each family's envelope; the X-Service- rule is the same in
 // both families (an unknown native parameter header → 400).
 import t from 'tap';
 import { request } from 'node:http';
@@ -92,7 +92,7 @@ t.test('wrong method under /compat: 405 with Allow, in the family envelope', asy
   t.match(c.body, { detail: { status: 'invalid_request', message: String } }, 'family C');
 });
 
-t.test('GAPS §12.3 body limits: over the limit → 413 in the family envelope; at the limit the body is read', async (t) => {
+t.test('body limits: over the limit → 413 in the family envelope; at the limit the body is read', async (t) => {
   const cases: [string, number, (b: any) => boolean][] = [
     ['/compat/v1/audio/speech', 32 * MiB, (b) => b.error?.code === 413],
     ['/compat/v1/chat/completions', 32 * MiB, (b) => b.error?.code === 413],

@@ -1,5 +1,5 @@
-// A synthesis that fails (GAPS §12.3 "a failure mid-stream → an error frame or 502, never a
-// truncated 200"): chat audio before the first byte is the family's JSON error; after the
+// A synthesis that fails (docs/api/compat.md "Errors": a failure mid-stream is an error frame
+// or a 502, never a truncated 200): chat audio before the first byte is the family's JSON error; after the
 // SSE stream started it ends with an error payload the `openai` client raises, never [DONE].
 import t from 'tap';
 import OpenAI from 'openai';

@@ -1,4 +1,4 @@
-// POST …/chat/completions (GAPS §12.1 "Chat completions") through the official `openai`
+// POST …/chat/completions (docs/api/compat.md "Chat completions") through the official `openai`
 // client, with raw HTTP for the refusals: audio out (whole and streamed), audio in, errors.
 import t from 'tap';
 import OpenAI from 'openai';

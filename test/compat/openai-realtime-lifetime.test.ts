@@ -1,4 +1,4 @@
-// GAPS §12.3 "Connection lifetime 3600 s": a realtime session past its lifetime sends an
+// docs/api/compat.md "Limits", connection lifetime 3600 s: a realtime session past its lifetime sends an
 // `error` event `session_expired` and closes normally. The lifetime is shortened here; the
 // session is driven through its socket interface (no speech is needed for this rule).
 import t from 'tap';
@@ -7,7 +7,7 @@ import { REALTIME_LIMITS, RealtimeSession, type RealtimeSocket } from '../../src
 import { defaultConfig } from '../../src/compat/openai/realtime-config.ts';
 
 t.test('the connection lifetime is 3600 s; past it: session_expired, then close 1000', async (t) => {
-  t.equal(REALTIME_LIMITS.lifetimeMs, 3600 * 1000, 'GAPS §12.3: 3600 s');
+  t.equal(REALTIME_LIMITS.lifetimeMs, 3600 * 1000, '3600 s');
   const sent: any[] = [];
   const closed = new Promise<{ code: number; reason: string }>((resolve) => {
     const socket: RealtimeSocket = { send: (text) => sent.push(JSON.parse(text)), bufferedAmount: () => 0, end: (code, reason) => resolve({ code, reason }) };

@@ -1,4 +1,4 @@
-// wss …/realtime (GAPS §12.1 "Realtime", §12.3 limits) driven step by step with a raw `ws`
+// wss …/realtime (docs/api/compat.md "Realtime" and "Limits") driven step by step with a raw `ws`
 // client, and once with the `openai` package's own realtime client (OpenAIRealtimeWS).
 import t from 'tap';
 import { connect as netConnect } from 'node:net';
@@ -321,7 +321,7 @@ t.test('native parameters on the handshake apply to speech; commit refuses them'
   await c.close();
 });
 
-t.test('GAPS §12.3 limits: 1 MiB text per item, 1024 items, 100 MiB uncommitted audio, 32 MiB frames', async (t) => {
+t.test('socket limits: 1 MiB text per item, 1024 items, 100 MiB uncommitted audio, 32 MiB frames', async (t) => {
   const c = await Conn.open('model=gpt-realtime');
   await c.next('session.created');
   const item = (text: string) => ({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });

@@ -1,5 +1,5 @@
 /**
- * Custom LLM endpoints (GAPS.md §10), the client on its own: SSE parsing, chunk → event
+ * Custom LLM endpoints (docs/api/agents.md), the client on its own: SSE parsing, chunk → event
  * mapping, the OpenAI shapes, the first-token cap, the retry rule, the failure count and the
  * SSRF guard, against a real SSE server on loopback. Sessions end to end: sessions.test.ts.
  */

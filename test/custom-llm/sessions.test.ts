@@ -1,5 +1,5 @@
 /**
- * Custom LLM endpoints (GAPS.md §10) in sessions: an agent with `llm.custom` is answered by an
+ * Custom LLM endpoints (docs/api/agents.md) in sessions: an agent with `llm.custom` is answered by an
  * OpenAI-compatible streaming endpoint (a real SSE server on loopback, allow-listed), and the
  * failure rules hold: one retry before the first token, a hold line on a failed turn, and the
  * third consecutive failure ends the session with `llm_endpoint_failure`.

@@ -1,4 +1,4 @@
-// SPEC-agents.md, "Session (descriptive states)": the rows and conditions the other end-to-end
+// docs/api/sessions.md, "States": the rows and conditions the other end-to-end
 // files do not already show (docs/spec-coverage.md, "Session state table", maps every row).
 import t from 'tap';
 import { RECONNECT_GRACE_MS } from '../../src/sessions/runtime.ts';

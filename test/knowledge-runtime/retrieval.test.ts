@@ -1,4 +1,4 @@
-// Knowledge in conversations (GAPS.md §7): each turn searches the version's pinned passages with
+// Knowledge in conversations (docs/api/knowledge.md): each turn searches the version's pinned passages with
 // the caller's latest text and gives the best ones to the model within a token budget.
 import t from 'tap';
 import { fitBudget, knowledgeRetriever, KNOWLEDGE_SEARCH_TIMEOUT_MS, KNOWLEDGE_TOKEN_BUDGET } from '../../src/knowledge/retrieval.ts';

@@ -1,4 +1,4 @@
-// Recordings (GAPS.md §4.5): with record_audio, each speaker's audio is stored as a WAV track
+// Recordings (docs/api/recordings.md): with record_audio, each speaker's audio is stored as a WAV track
 // and served through a signed URL; a session never recorded answers 404 Recording not found.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// A recorded track (GAPS.md §4.5) is time-aligned with the session: each piece of audio lands
+// A recorded track (docs/api/recordings.md) is time-aligned with the session: each piece of audio lands
 // where it was heard, the gaps between read back as silence, and audio is written in chunks.
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

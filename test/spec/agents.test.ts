@@ -1,4 +1,4 @@
-// Spec-coverage tests for SPEC-agents.md: rules of the tool resource, the knowledge
+// Spec-coverage tests for the agents specification: rules of the tool resource, the knowledge
 // sources, the authentication list and the error section that no other test names for
 // every endpoint (docs/spec-coverage.md lists where every other row is asserted).
 import t from 'tap';

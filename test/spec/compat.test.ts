@@ -1,4 +1,4 @@
-// Spec coverage (docs/spec-coverage.md, "Compatibility layer"): rules of SPEC-speech.md's
+// Spec coverage (docs/spec-coverage.md, "Compatibility layer"): rules of the speech specification's
 // compatibility layer that no other test named.
 import t from 'tap';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';

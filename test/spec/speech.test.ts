@@ -1,4 +1,4 @@
-// Spec-coverage tests for SPEC-speech.md, native API: the rows of the request-field and
+// Spec-coverage tests for the speech specification, native API: the rows of the request-field and
 // `model`-header tables, the native authentication row and the trace-propagation rules that
 // no other test names (docs/spec-coverage.md lists where every other row is asserted).
 import t from 'tap';
@@ -143,7 +143,7 @@ t.test('chunk_length: "100 to 300, default 200" is what the backend is asked for
 });
 
 t.test('normalize ("expands numbers and dates for natural reading"): the switch reaches the backend, which expands', async (t) => {
-  t.equal((await backendRequestOf({})).normalize, true, 'omitted: on (GAPS.md §11 defaults)');
+  t.equal((await backendRequestOf({})).normalize, true, 'omitted: on (the default)');
   t.equal((await backendRequestOf({ normalize: false })).normalize, false);
   t.equal((await backendRequestOf({ normalize: true })).normalize, true);
 });

@@ -1,5 +1,5 @@
-// The speech concurrency cap (GAPS §11.1: "429 concurrency cap by spend tier"; §12.3: "Every
-// 429 carries Retry-After"), run by concurrency-memory.test.ts and concurrency-redis.test.ts:
+// The speech concurrency cap (docs/api/speech.md "Concurrency": a 429 past the spend
+// tier's cap, and every 429 carries Retry-After), run by concurrency-memory.test.ts and concurrency-redis.test.ts:
 // the same cases on the in-memory shared state and on Redis (concurrency-redis.test.ts runs
 // when REDIS_URL is set). The cap is fixed with PARLEY_SPEECH_CONCURRENCY=2, so the
 // platform starts here with that environment (the shared test helper passes none).
@@ -104,7 +104,7 @@ export function concurrencySuite(kind: Kind): void {
       const retry = Number(third.headers.get('retry-after'));
       t.ok(Number.isInteger(retry) && retry >= 1, `Retry-After ${third.headers.get('retry-after')}`);
       t.ok(third.headers.get('access-control-expose-headers')?.includes('Retry-After'), 'browsers can read it');
-      // SPEC-speech "Trace propagation": tracing "does not change … rate limits".
+      // docs/api/speech.md "Tracing": a trace context changes no rate limit.
       const traced = await fetch(app.url + '/v1/tts', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, body: JSON.stringify({ text: 'One more.', format: 'wav' }) });
       t.equal(traced.status, 429, 'with a valid traceparent: the same cap');
       t.same(await traced.json(), { status: 429, message: MESSAGE });

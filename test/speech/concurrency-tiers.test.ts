@@ -1,5 +1,5 @@
-// The spend tiers of the speech concurrency cap (GAPS §11.1: "429 concurrency cap by spend tier:
-// 5 (<$100 paid), 15 (≥$100), 50 (≥$1,000)"), "paid" being the net of a team's credit grants,
+// The spend tiers of the speech concurrency cap (docs/api/speech.md "Concurrency": 429 past the
+// cap of the spend tier, 5 below $100 paid, 15 from $100, 50 from $1,000), "paid" being the net of a team's credit grants,
 // and PARLEY_SPEECH_CONCURRENCY, which fixes N for every team.
 import t from 'tap';
 import { createKey } from '../../src/auth/keys.ts';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ALLOWED_DESTINATIONS_TEXT, checkDestination, singleZoneOf } from '../../src/telephony/destinations.ts';
 
-t.test('destinations: US, CA and JP only (GAPS §13.3)', async (t) => {
+t.test('destinations: US, CA and JP only', async (t) => {
   t.match(checkDestination('+14155550123'), { ok: true, number: '+14155550123', country: 'US' });
   t.match(checkDestination('+14165550123'), { ok: true, country: 'CA' });
   t.match(checkDestination('+81312345678'), { ok: true, country: 'JP' });
@@ -24,7 +24,7 @@ t.test('JP premium-rate 0570 and 0990 are blocked, with or without the trunk zer
     t.match(checkDestination(n), { ok: false, reason: 'premium_destination_blocked' }, n);
 });
 
-t.test('single-zone countries give the call its zone (GAPS §9 step 4)', async (t) => {
+t.test('single-zone countries give the call its zone', async (t) => {
   t.equal(singleZoneOf('+81312345678'), 'Asia/Tokyo');
   t.equal(singleZoneOf('+14155550123'), null, 'US has several zones');
   t.equal(singleZoneOf(null), null);

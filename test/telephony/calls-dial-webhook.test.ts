@@ -1,5 +1,5 @@
 /**
- * `phone_call.dial_finished` (GAPS.md §8.1, §13.3): once per outbound call, answered or not,
+ * `phone_call.dial_finished` (docs/api/webhooks.md, docs/api/phone.md): once per outbound call, answered or not,
  * queued durably with the dial status to the version's `webhooks.post_call` endpoints, signed
  * like the post-call events, and delivered before `call.ended`.
  */

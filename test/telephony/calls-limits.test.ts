@@ -12,7 +12,7 @@ import { phoneCallSettings } from '../../src/phone-calls/service.ts';
 const call = (app: TestServer, body: Record<string, unknown>, auth = app.auth) => app.req('POST', '/v1/agent/phone-calls', body, auth);
 
 t.test('settings from the environment: PARLEY_OUTBOUND_CALLS, limits, ring time and PARLEY_TRANSFER_PRICE_PER_MINUTE', async (t) => {
-  t.same(phoneCallSettings({}), { dailyLimit: 200, concurrencyLimit: 10, outboundEnabled: true, ringTimeoutMs: 30_000, transferPricePerMinuteMicros: 100_000n }, 'the defaults (GAPS §13.3; transfer minutes at 0.10)');
+  t.same(phoneCallSettings({}), { dailyLimit: 200, concurrencyLimit: 10, outboundEnabled: true, ringTimeoutMs: 30_000, transferPricePerMinuteMicros: 100_000n }, 'the defaults (transfer minutes at 0.10)');
   const s = phoneCallSettings({ PARLEY_OUTBOUND_CALLS: 'OFF', PARLEY_OUTBOUND_CONCURRENCY: '3', PARLEY_TRANSFER_PRICE_PER_MINUTE: '0.25' });
   t.match(s, { outboundEnabled: false, concurrencyLimit: 3, transferPricePerMinuteMicros: 250_000n });
   t.throws(() => phoneCallSettings({ PARLEY_TRANSFER_PRICE_PER_MINUTE: 'cheap' }), /PARLEY_TRANSFER_PRICE_PER_MINUTE must be a non-negative number/);

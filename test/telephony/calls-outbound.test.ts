@@ -54,7 +54,7 @@ t.test('a declined call: dial_status busy, the session ends unbilled', async (t)
   line.close();
 });
 
-t.test('refusals: every status and reason of GAPS §13.3', async (t) => {
+t.test('refusals: every status and reason of call creation', async (t) => {
   const base = { agent_id: agentId, phone_number_id: numberId, to_number: '+13125550150' };
   const expect = async (body: Record<string, unknown>, status: number, reason: string, message?: RegExp) => {
     const r = await call(body);

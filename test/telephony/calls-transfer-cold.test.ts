@@ -52,7 +52,7 @@ t.test('cold transfer: the agent announces, the carrier hands off to the human, 
   caller.send({ type: 'hangup' });
   await human.event('call.ended');
   human.close();
-  // GAPS.md §6.3: transfer minutes are billed separately: from the handoff to the end of the human leg.
+  // docs/api/phone.md: transfer minutes are billed separately: from the handoff to the end of the human leg.
   const transfers = await transfersOf(app, s.session_id);
   t.equal(transfers.length, 1, 'one transfer recorded');
   t.match(transfers[0], { mode: 'cold', destination: HUMAN, minutes: 1, price_per_minute_micros: TRANSFER_PRICE, cost_micros: TRANSFER_PRICE });

@@ -110,7 +110,7 @@ t.test('warm transfer, direct: a declined consult call brings the caller back; a
   human.close();
 });
 
-t.test('warm transfer: the consult call reaches an answering machine, hung up; the caller comes back from hold (GAPS.md §6.3: failure, decline or voicemail brings the caller back from hold)', async (t) => {
+t.test('warm transfer: the consult call reaches an answering machine, hung up; the caller comes back from hold (failure, decline or voicemail brings the caller back from hold)', async (t) => {
   const { number } = await agent({ mode: 'warm', warm_connect: 'confirm' }, 7);
   const human = await humanLine(t, app);
   const caller = await connected(app, number, '+16505550206');

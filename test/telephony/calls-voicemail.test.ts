@@ -1,4 +1,4 @@
-// Answering machines on outbound calls (GAPS.md §3.3, `conversation.outbound`): the sandbox line
+// Answering machines on outbound calls (docs/api/phone.md, `conversation.outbound`; D-PHONE-6): the sandbox line
 // answers as a machine (`{"type":"answer","as":"voicemail"}`, what a carrier's detection
 // reports), and the version's outbound settings decide: hang up unbilled (the default, also when
 // `outbound` is null), leave the literal message, leave a message generated from the prompt, or

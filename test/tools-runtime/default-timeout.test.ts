@@ -1,4 +1,4 @@
-// SPEC-agents.md, webhook tools: `timeout_seconds` defaults to 30, and the default bounds a call
+// docs/api/tools.md, webhook tools: `timeout_seconds` defaults to 30, and the default bounds a call
 // at run time (not only in the stored tool). This file waits the full 30 s, so it stands alone
 // and runs beside the others.
 import t from 'tap';

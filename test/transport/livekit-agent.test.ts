@@ -13,7 +13,7 @@ const SID = 'sess_0123456789abcdef01234567';
 const text = (a: ReturnType<typeof roomActionFor>) => (a && a.kind === 'data' ? JSON.parse(new TextDecoder().decode(a.payload)) : null);
 const silentLog = { warn() {} };
 
-t.test('session messages as room operations (GAPS.md §5)', async (t) => {
+t.test('session messages as room operations', async (t) => {
   t.same(roomActionFor({ topic: 'lk.agent.state', state: 'thinking' }, SID), { kind: 'attributes', attributes: { 'lk.agent.state': 'thinking' } }, 'agent state is a participant attribute');
   t.same(roomActionFor({ topic: 'lk.transcription', role: 'agent', segmentId: 'agent-1', text: 'Hi there', final: false }, SID), {
     kind: 'text', topic: 'lk.transcription', text: 'Hi there', attributes: { 'lk.segment_id': 'agent-1', 'lk.transcription_final': 'false' },

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { parseClientEvent } from '../../src/transport/websocket.ts';
 
-t.test('client events: the GAPS.md §5 types, malformed and unknown ones ignored', async (t) => {
+t.test('client events: the wire-protocol types, malformed and unknown ones ignored', async (t) => {
   t.same(parseClientEvent('{"topic":"client-event","type":"user.message","text":"hi"}'), { type: 'user.message', text: 'hi' });
   t.same(parseClientEvent('{"type":"user.message","text":"hi","audio":false}'), { type: 'user.message', text: 'hi', audio: false });
   t.same(parseClientEvent('{"type":"user.message","text":"hi","audio":true}'), { type: 'user.message', text: 'hi' });

@@ -1,7 +1,6 @@
 /**
- * Family C's error envelope: `{detail: {status, message}}` (SPEC-speech.md "Errors"), and
- * the one map from the platform's `ServiceError` to it (docs/decisions.md, "Family C: HTTP
- * map", GAPS open decision 23).
+ * Family C's error envelope: `{detail: {status, message}}` (docs/api/compat.md "Errors"), and
+ * the one map from the platform's `ServiceError` to it (D-COMPAT-11).
  *
  * Errors raised by the compat layer itself are `ElevenLabsError`s with their own status
  * string. Anything the native services threw reached the native API: it becomes

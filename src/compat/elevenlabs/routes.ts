@@ -1,6 +1,6 @@
 /**
- * Family C REST routes under `/compat/elevenlabs` (SPEC-speech.md "Compatibility layer",
- * GAPS §12.2–12.3). Routes are mounted with `auth: 'none'` and a raw body so that every
+ * Family C REST routes under `/compat/elevenlabs` (docs/api/compat.md "Family C",
+ * D-COMPAT-11). Routes are mounted with `auth: 'none'` and a raw body so that every
  * failure, authentication and body parsing included, answers in the family's envelope
  * `{detail: {status, message}}`. Each route translates into the native speech services.
  */
@@ -39,12 +39,12 @@ export interface ElevenLabsDeps {
   timers?: SocketTimers;
 }
 
-/** Transcription uploads (GAPS §12.3: 140 MiB body; the native service caps the audio). */
+/** Transcription uploads (docs/api/compat.md: 140 MiB body; the native service caps the audio). */
 export const ELEVENLABS_STT_LIMIT = 140 * 1024 * 1024;
 
 type Handler = (ctx: Ctx, teamId: string, principal: Principal) => Promise<unknown>;
 
-/** Every synthesis and transcription response carries an `X-Generation-Id` (GAPS §12.3). */
+/** Every synthesis and transcription response carries an `X-Generation-Id` (docs/api/compat.md). */
 const generation = (ctx: Ctx) => ctx.reply.addBaseHeader('X-Generation-Id', newId('gen'));
 
 /** Mounts every family C REST route on `http`. */

@@ -1,5 +1,5 @@
 /**
- * Family C speech to text (SPEC-speech.md "Family C: speech to text"):
+ * Family C speech to text (docs/api/compat.md "Family C"):
  * `POST /v1/speech-to-text`, multipart, translated into the native transcription service.
  */
 import { int16ToPcmBytes, pcmBytesToInt16, wavHeader } from '../../audio/index.ts';

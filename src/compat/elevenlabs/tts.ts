@@ -1,5 +1,5 @@
 /**
- * Family C text to speech (SPEC-speech.md "Family C: text to speech", GAPS §12.2):
+ * Family C text to speech (docs/api/compat.md "Family C"):
  * `POST /v1/text-to-speech/{voice_id}` and its `/stream`, `/with-timestamps` and
  * `/stream/with-timestamps` variants, translated into the native synthesis service.
  */
@@ -10,7 +10,7 @@ import { parse } from '../../validation.ts';
 import { join, type Caller, type Prepared, type TtsService } from '../../speech/tts.ts';
 import { CharacterTimeline, ElevenLabsError, nativeParams, parseElevenLabsFormat, restAlignment, speechModelFor, type CharTiming } from './common.ts';
 
-/** Family C JSON bodies (GAPS §12.3: 140 MiB). */
+/** Family C JSON bodies (docs/api/compat.md: 140 MiB). */
 export const ELEVENLABS_JSON_LIMIT = 140 * 1024 * 1024;
 
 const voiceSettings = z.object({
@@ -56,7 +56,7 @@ export interface TtsTranslation {
  * and `-` → the model's default voice), `output_format` → format, sample rate and MP3
  * bitrate, `voice_settings.speed` → `prosody.speed`, `stability` → `temperature = 1 −
  * stability`. `X-Service-*` headers override mapped values (header > mapped).
- * `allowReferences`: the timestamp routes refuse reference audio (GAPS §12.1).
+ * `allowReferences`: the timestamp routes refuse reference audio (docs/api/compat.md).
  */
 export function translateTts(raw: unknown, voiceId: string, outputFormat: string | undefined, headers: Record<string, string>, allowReferences = true): TtsTranslation {
   const b = parse(elevenLabsTtsSchema, withoutNulls(raw));

@@ -1,6 +1,6 @@
 /**
- * Family C voice library, model catalog and user stub (SPEC-speech.md "Family C: voice
- * library", GAPS §12.2): the caller's own voice models in the vendor `Voice` shape.
+ * Family C voice library, model catalog and user stub (docs/api/compat.md
+ * "Family C"): the caller's own voice models in the vendor `Voice` shape.
  */
 import type { Sql } from '../../store/db.ts';
 import { getOwnVoiceModel, listVoiceModels, type VoiceModelRow } from '../../voices/store.ts';

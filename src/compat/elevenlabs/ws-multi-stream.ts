@@ -1,7 +1,7 @@
 /**
  * `wss /compat/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input`: several
  * independent synthesis contexts on one socket, as the LiveKit ElevenLabs plugin (1.x) and
- * the vendor's `*Multi` message types use it (CLIENTS.md §5).
+ * the vendor's `*Multi` message types use it (docs/api/compat.md "Clients").
  *
  * Handshake and output format rules are those of `stream-input` (ws-stream-input.ts).
  * Client messages, each naming its context with `context_id` (absent: the default context,
@@ -24,7 +24,7 @@
  * Clocks: no client message for `inactivity_timeout` seconds (default 20, at most 180) →
  * close 1000 `inactivity timeout`, every context cancelled; any message restarts the count,
  * so `{text: "", context_id}` keeps the socket alive. After `close_socket` the socket waits
- * for the rest of the audio instead. The connection lifetime (GAPS §12.3: 3600 s) reached →
+ * for the rest of the audio instead. The connection lifetime (docs/api/compat.md: 3600 s) reached →
  * `{error, code: 1000}`, then close 1000 `connection lifetime reached`.
  */
 import type { Principal } from '../../auth/principal.ts';

@@ -1,6 +1,6 @@
 /**
- * `wss /compat/elevenlabs/v1/speech-to-text/realtime` (SPEC-speech.md "Family C: realtime
- * speech to text", "Family C realtime transcription messages"; GAPS §12.2; CLIENTS.md §4).
+ * `wss /compat/elevenlabs/v1/speech-to-text/realtime` (docs/api/compat.md "Family C
+ * sockets", "Clients"; D-COMPAT-12).
  *
  * Handshake (HTTP answers in the family envelope, before the upgrade): the key in
  * `xi-api-key` (or `Authorization: Bearer`), none → 401 `unauthorized`, invalid → 401
@@ -24,7 +24,7 @@
  * streaming), there are simply no partials. More than 100 MiB of uncommitted audio → `input_error`: that append is
  * dropped and the socket stays open. A failed recognition → an error message of the
  * vendor's kinds (`input_error`, `quota_exceeded`, `rate_limited`, `transcriber_error`).
- * The connection lifetime (GAPS §12.3: 3600 s) reached → `session_time_limit_exceeded`,
+ * The connection lifetime (docs/api/compat.md: 3600 s) reached → `session_time_limit_exceeded`,
  * then close 1000 `connection lifetime reached`; commits still in recognition are dropped.
  */
 import { randomUUID } from 'node:crypto';
@@ -52,7 +52,7 @@ export interface RealtimeSttDeps {
   timers?: SocketTimers;
 }
 
-/** Uncommitted audio a session may hold (GAPS §12.2: 100 MiB). */
+/** Uncommitted audio a session may hold (docs/api/compat.md: 100 MiB). */
 export const REALTIME_AUDIO_LIMIT_BYTES = 100 * 1024 * 1024;
 export const DEFAULT_AUDIO_FORMAT = 'pcm_16000';
 /** Audio held for a segment's streaming recognition while it opens (then dropped: partials only). */

@@ -15,9 +15,9 @@ import { toElevenLabsError } from './errors.ts';
 
 /** Unsent bytes on a socket above which a session stops producing until `drain`. */
 export const WS_HIGH_WATER_BYTES = 1024 * 1024;
-/** Largest client frame (GAPS §12.3: 32 MiB; uWS closes the socket beyond it). */
+/** Largest client frame (docs/api/compat.md: 32 MiB; uWS closes the socket beyond it). */
 export const WS_MAX_FRAME_BYTES = 32 * 1024 * 1024;
-/** Connection lifetime of every family C socket (GAPS §12.3: 3600 s). */
+/** Connection lifetime of every family C socket (docs/api/compat.md: 3600 s). */
 export const WS_LIFETIME_MS = 3600 * 1000;
 /** Close of a socket that reached its lifetime: normal, with this reason. */
 export const LIFETIME_CLOSE = { code: 1000, reason: 'connection lifetime reached' } as const;
@@ -86,7 +86,7 @@ interface UserData<S> {
  * handshake parameters); what it throws is answered as an HTTP error in the family
  * envelope and the socket is never opened. `open` makes the session for an accepted socket.
  *
- * Every socket lives at most `lifetimeMs` from its opening (GAPS §12.3). When
+ * Every socket lives at most `lifetimeMs` from its opening (docs/api/compat.md). When
  * `inactivityMs` gives a time for a socket's state, the socket also ends after that long
  * without a client message (every message restarts the count).
  */

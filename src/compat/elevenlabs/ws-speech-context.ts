@@ -1,7 +1,7 @@
 /**
  * One synthesis context of family C's realtime input streaming: the single context of
- * `stream-input`, or one `context_id` of `multi-stream-input` (SPEC-speech.md "Family C:
- * realtime input streaming", "Family C realtime synthesis frames").
+ * `stream-input`, or one `context_id` of `multi-stream-input` (docs/api/compat.md
+ * "Family C sockets").
  *
  * Text is buffered. A generation (one native synthesis of the buffered text) starts when the
  * client flushes or tries to trigger one, when the buffer reaches the next step of the
@@ -49,13 +49,13 @@ export interface SpeechContextOptions {
   contextId?: string;
   /** Sends a frame; a promise while the client is behind. */
   send(frame: Record<string, unknown>): Promise<void> | undefined;
-  /** Reference audio is refused at the first flush (GAPS §12.1): the message, when it was sent. */
+  /** Reference audio is refused at the first flush (docs/api/compat.md): the message, when it was sent. */
   refuseAtFlush?: Error;
   /** A generation failed: later ones are dropped; the owner reports and closes. */
   onError(err: unknown): void;
 }
 
-/** The WebSocket alignment object: the three vendor keys plus the older `charsDurationsMs` spelling (CLIENTS.md §5). */
+/** The WebSocket alignment object: the three vendor keys plus the older `charsDurationsMs` spelling (docs/api/compat.md "Clients"). */
 function alignmentOf(chars: CharTiming[]): Record<string, number[] | string[]> | null {
   const a = wsAlignment(chars);
   return a && { ...a, charsDurationsMs: a.charDurationsMs.slice() };
@@ -181,7 +181,7 @@ export class SpeechContext {
     let pending: CharTiming[] = [];
     const sync = this.o.syncAlignment;
     // With alignment on, the first audio of a turn (this context) arrives only after its first
-    // text chunk is fully synthesized (SPEC-speech.md, family C frames): the first generation's
+    // text chunk is fully synthesized (docs/api/compat.md "Family C sockets"): the first generation's
     // frames wait here until its synthesis ends, then go out in order.
     const held: Record<string, unknown>[] | null = sync && !this.firstHeld ? [] : null;
     if (held) this.firstHeld = true;

@@ -1,6 +1,6 @@
 /**
- * `wss /compat/elevenlabs/v1/text-to-speech/{voice_id}/stream-input` (SPEC-speech.md
- * "Family C: realtime input streaming", "Family C realtime synthesis frames"; CLIENTS.md §5).
+ * `wss /compat/elevenlabs/v1/text-to-speech/{voice_id}/stream-input` (docs/api/compat.md
+ * "Family C sockets", "Clients"; D-COMPAT-12, D-COMPAT-13).
  *
  * Handshake (HTTP answers in the family envelope, before the upgrade):
  * - `output_format` never accepted (μ-law, A-law, unparsable) → 400 `invalid_request`;
@@ -29,7 +29,7 @@
  * - no client message for `inactivity_timeout` seconds → close 1000 `inactivity timeout`
  *   (no frame; text not yet flushed is dropped). After the finishing empty text the
  *   socket waits for the rest of the audio instead;
- * - the connection lifetime (GAPS §12.3: 3600 s) reached → `{error, code: 1000}`, then
+ * - the connection lifetime (docs/api/compat.md: 3600 s) reached → `{error, code: 1000}`, then
  *   close 1000 `connection lifetime reached`.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * `POST …/chat/completions` of families A, B and Groq-style (GAPS §12.1 "Chat
+ * `POST …/chat/completions` of families A, B and Groq-style (docs/api/compat.md "Chat
  * completions"): chat-modality audio without a language model.
  *
  * - Audio out (`modalities` containing `"audio"`, `audio: {voice, format}`): the last user
@@ -10,7 +10,7 @@
  *   transcript.
  * - `n` other than 1, audio in and out in one call, and a call asking for neither are 400.
  *
- * docs/decisions.md "Compat chat completions" records the choices.
+ * D-COMPAT-8 records the choices.
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * Families A, B and Groq-style of the compatibility layer (GAPS §12.1, §12.3): one
+ * Families A, B and Groq-style of the compatibility layer (docs/api/compat.md): one
  * implementation served at `/compat/v1`, `/compat/api/v1` (router style) and
  * `/compat/openai/v1` (the Groq client appends `/openai/v1` to `/compat`).
  *
@@ -35,10 +35,10 @@ export const OPENAI_COMPAT_BASES = ['/compat/v1', '/compat/api/v1', '/compat/ope
 /** The router-style base, where the family-B-only body fields are read. */
 export const ROUTER_BASE = '/compat/api/v1';
 
-/** Speech and chat bodies (GAPS §12.3): 32 MiB. */
+/** Speech and chat bodies (docs/api/compat.md): 32 MiB. */
 export const SPEECH_BODY_LIMIT = 32 * 1024 * 1024;
 export const CHAT_BODY_LIMIT = SPEECH_BODY_LIMIT;
-/** Transcription bodies (GAPS §12.3): 140 MiB (the audio limit itself is the native one). */
+/** Transcription bodies (docs/api/compat.md): 140 MiB (the audio limit itself is the native one). */
 export const TRANSCRIPTION_BODY_LIMIT = 140 * 1024 * 1024;
 
 export interface OpenAiCompatDeps {
@@ -46,7 +46,7 @@ export interface OpenAiCompatDeps {
   asr: Pick<AsrService, 'transcribe'>;
   /** The platform's key check (`KeyVerifier.verify`). */
   authenticate: Authenticate;
-  /** Realtime connection lifetime (GAPS §12.3: 3600 s). */
+  /** Realtime connection lifetime (docs/api/compat.md: 3600 s). */
   realtimeLifetimeMs?: number;
 }
 

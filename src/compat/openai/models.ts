@@ -1,5 +1,5 @@
 /**
- * Model ids of families A, B and Groq-style (GAPS §12.1): the `service/…` ids, the vendor
+ * Model ids of families A, B and Groq-style (docs/api/compat.md): the `service/…` ids, the vendor
  * aliases that map onto them, and the catalog served at `GET …/models` (router `Model`
  * schema, which the plain OpenAI-style clients also read).
  */

@@ -1,5 +1,5 @@
 /**
- * Session configuration of the realtime socket (GAPS §12.1 "Realtime"): reading
+ * Session configuration of the realtime socket (docs/api/compat.md "Realtime"): reading
  * `session.update` / `transcription_session.update` in both the GA positions
  * (`session.audio.output.voice`, `audio.input.format`, …) and the older top-level ones
  * (`voice`, `speed`, `output_audio_format`, …), and the session object events echo (always
@@ -21,7 +21,7 @@ export interface AudioFormat {
   rateHz: number;
 }
 
-/** A format given without a rate takes that format's default rate (GAPS). */
+/** A format given without a rate takes that format's default rate (docs/api/compat.md). */
 export const DEFAULT_RATE_HZ: Record<AudioKind, number> = { pcm: 24000, wav: 44100, mp3: 44100, opus: 48000 };
 
 /** Format names as strings (older position) or `{type}` MIME types (GA). */

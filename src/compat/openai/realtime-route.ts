@@ -1,11 +1,11 @@
 /**
- * `wss …/realtime?model=…` on the three bases of families A, B and Groq-style (GAPS §12.1).
+ * `wss …/realtime?model=…` on the three bases of families A, B and Groq-style (docs/api/compat.md).
  *
  * Handshake: the key comes from `Authorization: Bearer` or `?api_key=`; `?intent=transcription`
  * opens a dedicated transcription session. Refusals before the upgrade are HTTP answers in
  * the family envelope: no key (401 `authentication_error`), an invalid key (401
  * `provider_error`), an unknown model or `X-Service-` header (400). Frames above 32 MiB
- * close the socket (GAPS §12.3).
+ * close the socket (docs/api/compat.md).
  */
 import type uws from 'uWebSockets.js';
 import { ServiceError } from '../../errors.ts';
@@ -18,7 +18,7 @@ import { defaultConfig } from './realtime-config.ts';
 import { RealtimeSession, type RealtimeDeps } from './realtime.ts';
 import { nativeFromHeaders } from './speech.ts';
 
-/** Largest client frame (GAPS §12.3 "WS frame"); a bigger one closes the socket. */
+/** Largest client frame (docs/api/compat.md "Limits"); a bigger one closes the socket. */
 export const REALTIME_MAX_FRAME_BYTES = 32 * 1024 * 1024;
 
 /** The vendor's realtime model names: they select the default speech (or transcription) model. */
@@ -35,7 +35,7 @@ export function transcriptionModelId(model: string): string {
 
 export interface RealtimeRouteDeps extends RealtimeDeps {
   authenticate: Authenticate;
-  /** Connection lifetime (GAPS §12.3: 3600 s). */
+  /** Connection lifetime (docs/api/compat.md: 3600 s). */
   lifetimeMs?: number;
 }
 

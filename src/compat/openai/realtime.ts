@@ -1,8 +1,8 @@
 /**
- * One realtime socket of families A, B and Groq-style (GAPS §12.1 "Realtime", §12.3
- * limits): JSON text frames in the vendor's event protocol, translated into the native
+ * One realtime socket of families A, B and Groq-style (docs/api/compat.md "Realtime"
+ * and "Limits"): JSON text frames in the vendor's event protocol, translated into the native
  * speech services. There is no language model: `response.create` speaks text (what it
- * speaks: docs/decisions.md "Compat realtime socket"), and committed input audio is
+ * speaks: D-COMPAT-9), and committed input audio is
  * transcribed.
  *
  * Contracts:
@@ -29,7 +29,7 @@ import { toNativeSpeech } from './speech.ts';
 import { describe, paramOf } from '../errors.ts';
 import { Base64Pieces } from './base64-pieces.ts';
 
-/** GAPS §12.3 limits of the socket. */
+/** Limits of the socket (docs/api/compat.md "Limits"). */
 export const REALTIME_LIMITS = {
   itemTextBytes: 1024 * 1024,
   items: 1024,

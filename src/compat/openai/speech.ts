@@ -1,7 +1,7 @@
 /**
- * `POST …/audio/speech` of families A, B and Groq-style (GAPS §12.1), translated into a
- * native synthesis body for `TtsService.prepare`. docs/decisions.md "Compatibility layer:
- * families A, B and Groq-style" records the choices made here.
+ * `POST …/audio/speech` of families A, B and Groq-style (docs/api/compat.md), translated into a
+ * native synthesis body for `TtsService.prepare`. D-COMPAT-1 to D-COMPAT-4
+ * record the choices made here.
  */
 import { z } from 'zod';
 import { checkFormat, MP3_BITRATE_TIERS, type OutputFormat } from '../../audio/index.ts';
@@ -36,7 +36,7 @@ export type NativeParam = (typeof NATIVE_PARAMS)[number];
 /** `top_p` → `x-service-top-p` (request headers arrive lower-cased). */
 export const headerFor = (p: NativeParam) => `x-service-${p.replace(/_/g, '-')}`;
 
-/** Voice names of the vendors' preset catalogs: they do not exist here (GAPS §12.1). */
+/** Voice names of the vendors' preset catalogs: they do not exist here (docs/api/compat.md). */
 export const PRESET_VOICES = new Set([
   'alloy', 'ash', 'ballad', 'cedar', 'coral', 'echo', 'fable', 'marin', 'nova', 'onyx', 'sage', 'shimmer', 'verse',
 ]);
@@ -56,7 +56,7 @@ const inputReference = z.union([
   z.object({ type: z.literal('input_audio'), input_audio: z.object({ data: z.string(), format: z.string().optional() }) }),
 ]);
 
-/** The request body. Unknown fields are dropped (GAPS: ignored); nulls count as absent. */
+/** The request body. Unknown fields are dropped (docs/api/compat.md); nulls count as absent. */
 export const speechRequestSchema = z.object({
   model: z.string(),
   input: z.string(),
@@ -100,8 +100,7 @@ function headerValue(v: string): unknown {
 const BY_HEADER = new Map<string, NativeParam>(NATIVE_PARAMS.map((p) => [headerFor(p), p]));
 
 /**
- * Native parameters named by `X-Service-<Param>` headers. The set is closed (docs/decisions.md
- * "Compat native parameters"): an `X-Service-` header naming no listed parameter is the
+ * Native parameters named by `X-Service-<Param>` headers. The set is closed (D-COMPAT-4): an `X-Service-` header naming no listed parameter is the
  * layer's 400, in every family, so a misspelt parameter never goes silently unapplied.
  */
 export function nativeFromHeaders(headers: Record<string, string>): Partial<Record<NativeParam, unknown>> {

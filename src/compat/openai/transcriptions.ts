@@ -1,5 +1,5 @@
 /**
- * `POST …/audio/transcriptions` of families A, B and Groq-style (GAPS §12.1): multipart
+ * `POST …/audio/transcriptions` of families A, B and Groq-style (docs/api/compat.md): multipart
  * (both array encodings: repeated `name[]` parts and one comma-joined part) or the
  * router-style JSON body with base64 `input_audio`; the answer in json, text,
  * verbose_json, srt or vtt.
@@ -31,7 +31,7 @@ const fields = z.object({
   timestamp_granularities: z.array(z.enum(['word', 'segment'])).default([]),
 });
 
-/** Refused whatever their value (GAPS §12.1), unless empty. */
+/** Refused whatever their value (docs/api/compat.md), unless empty. */
 const REFUSED = ['include', 'known_speaker_names', 'known_speaker_references'];
 
 const nonEmpty = (v: unknown) => v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.every((x) => x === '' || x === null));
@@ -47,7 +47,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Reads and validates the request. Everything it throws is the layer's own 400/415. */
 export function readTranscriptionRequest(raw: Buffer | undefined, contentType: string | undefined, headers: Record<string, string>): TranscriptionRequest {
-  // Any X-Service- header, listed or not (GAPS §12.1: STT routes receiving them → 400).
+  // Any X-Service- header, listed or not (docs/api/compat.md: STT routes receiving them → 400).
   const native = Object.keys(headers).find((h) => h.startsWith('x-service-'));
   if (native) throw badParam(native, `Native synthesis parameters (${native}) are not accepted on transcription`);
   if (!raw || raw.length === 0) throw badParam('file', 'The request has no body: send multipart/form-data with a file, or JSON with input_audio');
@@ -117,7 +117,7 @@ export interface TranscriptionResponse {
 
 /**
  * The answer in the requested format. json: `{text, usage}`. verbose_json: the vendor's
- * fields, `segments[]` per word (GAPS §12.1) with neutral engine constants, `words[]` with
+ * fields, `segments[]` per word (docs/api/compat.md) with neutral engine constants, `words[]` with
  * the word granularity, `language` echoing the request (`""` if none). text, srt, vtt:
  * `text/plain` (the OpenAI-style clients return such a body as a string).
  */

@@ -4,7 +4,7 @@ create table phone_numbers (
   team_id text not null references teams(id) on delete cascade,
   -- E.164
   phone_number text not null,
-  -- `sandbox` | `managed` | `sip` (docs/decisions.md "Phone numbers: providers")
+  -- `sandbox` | `managed` | `sip` (D-PHONE-1)
   provider text not null,
   label text not null default '',
   -- unbinding or deleting the agent leaves the number unbound (it rings busy)

@@ -1,4 +1,5 @@
--- Post-call analysis (GAPS.md §8.2), recordings (§4.5) and agent tests (§10), issue 8.
+-- Post-call analysis (docs/api/analysis.md), recordings (docs/api/recordings.md) and agent
+-- tests (docs/api/agent-tests.md), issue 8.
 
 -- Analysis lives on the session row. The row is the job: the statement that ends a session
 -- sets `analysis_status` to `queued` (or settles it as `skipped`), and the analysis worker on

@@ -1,4 +1,4 @@
--- Preview calls (GAPS.md §10): a session of the agent's draft as it was at creation, from the
+-- Preview calls (docs/api/preview.md): a session of the agent's draft as it was at creation, from the
 -- builder. `preview` marks it; `preview_config` is the draft frozen at creation and
 -- `preview_pinned` what publish would have pinned then (tools as they were, knowledge
 -- revisions), so the runtime and the analysis read these instead of an `agent_versions` row

@@ -1,4 +1,4 @@
--- Transfer minutes (GAPS.md §6.3 "Transfer minutes are billed separately"; issue 9): one row per
+-- Transfer minutes (docs/api/phone.md "Transfers": billed separately; issue 9): one row per
 -- handed-off call (cold transfer or warm merge), from the handoff to the end of the human leg,
 -- charged per started minute at PARLEY_TRANSFER_PRICE_PER_MINUTE fixed at the handoff. The
 -- charge is a `transfer_usage` credit_ledger entry whose ref is the row's id.

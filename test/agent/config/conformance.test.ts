@@ -303,7 +303,7 @@ t.test('field tables: analysis.data_fields', async (t) => {
   await rejects(t, at(p, [{ name: 'a', type: 'date' }]), ['body', ...p, 0, 'type'], { type: 'enum' });
   t.equal((await ok(at(p, [{ name: 'a', description: str(500) }]))).read.analysis.data_fields[0].description.length, 500);
   await rejects(t, at(p, [{ name: 'a', description: str(501) }]), ['body', ...p, 0, 'description'], { type: 'too_big_string' });
-  // enum type: 2 to 20 options (GAPS.md §8.2)
+  // enum type: 2 to 20 options (docs/api/analysis.md)
   const opts = (n: number) => Array.from({ length: n }, (_, i) => `o${i}`);
   t.same((await ok(at(p, [{ name: 'a', type: 'enum', enum_options: opts(2) }]))).read.analysis.data_fields[0].enum_options, opts(2));
   t.same((await ok(at(p, [{ name: 'a', type: 'enum', enum_options: opts(20) }]))).read.analysis.data_fields[0].enum_options, opts(20));
