@@ -21,3 +21,7 @@ export type Authenticate = (
 export function requireBeta(p: Principal): void {
   if (!p.betaAccess) throw new ServiceError('forbidden', 'Agent platform is in private beta. Apply for access to enable agents for your team.');
 }
+
+/** The errors for a bad credential: the platform's, and the speech API's (`Invalid Token`, docs/api/auth-errors.md). */
+export const AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
+export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import { ServiceError, toServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { requireBeta, type Authenticate } from '../auth/principal.ts';
+import { AUTH_MESSAGES, requireBeta, type Authenticate } from '../auth/principal.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { JSON_BODY_LIMIT, formFields, isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart, type Form } from './body.ts';
 import { pageRequest } from './pagination.ts';
@@ -110,7 +110,7 @@ export function requestIdFrom(incoming: string | undefined): string {
   return incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-const DEFAULT_AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
+const DEFAULT_AUTH_MESSAGES = AUTH_MESSAGES;
 
 /** Parses `Authorization: Bearer <token>`; undefined when missing or malformed. */
 export function bearerToken(header: string | undefined): string | undefined {

@@ -1,3 +1,4 @@
+import { AUTH_MESSAGES } from '../auth/principal.ts';
 import { defineModule } from '../modules.ts';
 import { mountLivekitWebhook } from '../telephony/livekit-webhook.ts';
 import { mountSandboxCalls } from '../telephony/sandbox-socket.ts';
@@ -31,7 +32,7 @@ export const phoneCallsModule = defineModule({
       mountLivekitWebhook(http, { apiKey: config.livekit.apiKey, apiSecret: config.livekit.apiSecret, carrier: telephony.livekitSip, log });
     }
     if (config.sandboxCalls) {
-      mountSandboxCalls(http, telephony.sandbox.calls, { log, authenticate: (token) => authenticate(token, { invalid: 'Invalid token', expired: 'Token expired' }) });
+      mountSandboxCalls(http, telephony.sandbox.calls, { log, authenticate: (token) => authenticate(token, AUTH_MESSAGES) });
     }
     return { phoneCalls };
   },

@@ -7,7 +7,8 @@ import { ASR_BODY_LIMIT, asrResponseBody, asrResponseSchema, ASR_MAX_AUDIO_BYTES
 import { errorBody } from '../http/openapi.ts';
 
 /** Speech endpoints answer a bad key with `Invalid Token` (docs/api/auth-errors.md). */
-export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
+export { SPEECH_AUTH_MESSAGES } from '../auth/principal.ts';
+import { SPEECH_AUTH_MESSAGES } from '../auth/principal.ts';
 
 /** POST /v1/asr (docs/api/asr.md). */
 export function mountAsrRoutes(http: HttpApp, asr: AsrService): void {

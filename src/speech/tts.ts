@@ -74,7 +74,7 @@ export interface SynthesisPiece {
   contentType: string;
 }
 
-export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
+export { SPEECH_AUTH_MESSAGES } from '../auth/principal.ts';
 
 export class TtsService {
   readonly stats: TtsStats = { active: 0, chunksReceived: 0, audioBytesReceived: 0, done: 0, cancelled: 0, failed: 0 };
