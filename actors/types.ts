@@ -208,7 +208,7 @@ export interface SessionDeps {
   clock: Clock;
   /** Turn metrics as each turn starts speaking, with the turn's timeline. */
   onTurn?(m: TurnMetrics, timeline: TurnTimeline): void;
-  log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  log?: { info?(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
 /** How a session ended. */

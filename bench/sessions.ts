@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -14,7 +14,16 @@
  * the callers create every other session there: two event loops on one host. Each caller
  * connects, streams 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
  *
- * Prints one JSON object: sessions held, memory and CPU per session, turns, the platform-
+ * Three phases: `--baseline-sessions` (20) sessions talk alone for `--baseline-seconds` (20); then
+ * the rest connect and every session is idle (connected, sending nothing: a muted microphone),
+ * for the idle memory figure; then all N talk for `--seconds`.
+ *
+ * The headline is what a caller hears: `caller_turn_latency_ms`, timed by the callers on their
+ * own clock from the last audio of their question leaving to the first agent audio arriving,
+ * with N sessions talking beside the same with the baseline's 20 (the inflation is what load
+ * costs); `platform_cpu_ms_per_talking_session_second` (the platform process, every thread, both
+ * nodes with `--nodes 2`); memory per talking and per idle connected session. The rest is
+ * diagnosis: sessions held, memory and CPU per session, turns, the platform-
  * added turn latency (per turn: end of speech → first agent audio sent, minus recognition,
  * eagerness, model and synthesis time as the platform timed its calls) p50/p99; the same
  * measured against the backends' own clocks (`platform_added_backend_timed_ms`, by hop: each
@@ -28,6 +37,7 @@ import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -55,71 +65,136 @@ const LIGHT_BACKEND = fileURLToPath(new URL('./light-backend.ts', import.meta.ur
 // The caller child: connects `n` sessions and talks until told to stop.
 
 async function callers() {
-  const { urls, key, agent, n, seconds } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; n: number; seconds: number };
+  const { urls, key, agent, frameMs } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; frameMs: number };
   const question = QUESTION_PCM;
-  const frame = 1600; // 100 ms
+  const frame = frameMs * 16; // samples at 16 kHz
+  const phases = frameMs / 10; // one tick every 10 ms serves the callers of its phase
   const silence = new Uint8Array(frame * 2);
-  const sockets: { ws: WebSocket; speakAt: number; pos: number; bytesIn: number }[] = [];
+  const bytes = new Uint8Array(frame * 2);
+  interface Caller {
+    ws: WebSocket;
+    talking: boolean;
+    speakAt: number;
+    pos: number;
+    bytesIn: number;
+    /** When this caller sent the last audio of its question (its own clock), until the agent answers; 0 otherwise. */
+    endAt: number;
+    /** Agent audio came while this caller was asking: the answer cannot be told apart, not timed. */
+    overlap: boolean;
+  }
+  const sockets: Caller[] = [];
   let failed = 0;
   const seen: Record<string, number> = {};
-  const t0 = Date.now();
-  await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      await sleep((i * 2000) / n); // ramp up over 2 s
-      // With several nodes, each creates every n-th session; its websocket URL is that node's.
-      const r = await fetch(`${urls[i % urls.length]}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: agent }) });
-      if (r.status !== 200) { failed++; return; }
-      const s = (await r.json()) as { websocket_url: string; token: string };
-      const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
-      const entry = { ws, speakAt: Date.now() + 1000 + ((i * 6000) / n), pos: -1, bytesIn: 0 };
-      ws.on('message', (d, bin) => {
-        if (bin) entry.bytesIn += (d as Buffer).length;
-        else {
-          const m = JSON.parse(d.toString());
-          const k = m.state ?? m.type ?? `${m.topic}:${m.role}:${m.final}`;
-          seen[k] = (seen[k] ?? 0) + 1;
-        }
-      });
-      ws.on('error', () => {});
-      await new Promise<void>((res) => { ws.once('open', () => res()); ws.once('close', () => res()); });
-      if (ws.readyState === WebSocket.OPEN) sockets.push(entry);
-      else failed++;
-    }),
-  );
-  process.send!({ type: 'connected', held: sockets.length, failed, ms: Date.now() - t0 });
-  // Each caller sends a 100 ms frame every 100 ms, at its own phase: real callers' frames are
-  // not in lock-step. A tick every 10 ms serves the tenth of the callers whose phase it is (all
-  // callers sending in the same millisecond was a burst of `n` frames no deployment sees).
+  // What a caller hears: from the last audio of its question leaving to the first agent audio
+  // arriving, both on this process's clock.
+  let latencies: number[] = [];
+  let missed = 0;
+  let overlapped = 0;
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  const connect = async (from: number, to: number) => {
+    const t0 = Date.now();
+    let held = 0;
+    await Promise.all(
+      Array.from({ length: to - from }, async (_, j) => {
+        const i = from + j;
+        await sleep((j * 2000) / (to - from)); // ramp up over 2 s
+        // With several nodes, each creates every n-th session; its websocket URL is that node's.
+        const r = await fetch(`${urls[i % urls.length]}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: agent }) });
+        if (r.status !== 200) { failed++; return; }
+        const s = (await r.json()) as { websocket_url: string; token: string };
+        const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
+        const entry: Caller = { ws, talking: false, speakAt: 0, pos: -1, bytesIn: 0, endAt: 0, overlap: false };
+        ws.on('message', (d, bin) => {
+          if (bin) {
+            entry.bytesIn += (d as Buffer).length;
+            if (entry.pos >= 0) entry.overlap = true;
+            else if (entry.endAt > 0) {
+              latencies.push(performance.now() - entry.endAt);
+              entry.endAt = 0;
+            }
+          } else {
+            const m = JSON.parse(d.toString());
+            const k = m.state ?? m.type ?? `${m.topic}:${m.role}:${m.final}`;
+            seen[k] = (seen[k] ?? 0) + 1;
+          }
+        });
+        ws.on('error', () => {});
+        await new Promise<void>((res) => { ws.once('open', () => res()); ws.once('close', () => res()); });
+        if (ws.readyState === WebSocket.OPEN) { sockets[i] = entry; held++; } else failed++;
+      }),
+    );
+    return { held, ms: Date.now() - t0 };
+  };
+  // Each talking caller sends a frame of `frameMs` (100 ms) every `frameMs`, at its own phase: real
+  // callers' frames are not in lock-step. A tick every 10 ms serves the callers whose phase it is (all
+  // callers sending in the same millisecond was a burst of `n` frames no deployment sees). An idle
+  // caller (connected, not talking: a muted microphone) sends nothing.
   let phase = 0;
   const tick = setInterval(() => {
     const now = Date.now();
-    phase = (phase + 1) % 10;
-    for (let k = phase; k < sockets.length; k += 10) {
-      const s = sockets[k]!;
-      if (s.ws.readyState !== WebSocket.OPEN) continue;
-      if (s.pos < 0 && now >= s.speakAt) s.pos = 0;
+    phase = (phase + 1) % phases;
+    for (let k = phase; k < sockets.length; k += phases) {
+      const s = sockets[k];
+      if (!s || !s.talking || s.ws.readyState !== WebSocket.OPEN) continue;
+      if (s.pos < 0 && now >= s.speakAt) {
+        if (s.endAt > 0) missed++; // the previous question was never answered
+        s.endAt = 0;
+        s.overlap = false;
+        s.pos = 0;
+      }
       if (s.pos >= 0) {
         const piece = question.subarray(s.pos, s.pos + frame);
-        const bytes = new Uint8Array(frame * 2);
+        bytes.fill(0);
         bytes.set(new Uint8Array(piece.buffer, piece.byteOffset, piece.byteLength));
         s.ws.send(bytes);
         s.pos += frame;
-        if (s.pos >= question.length) { s.pos = -1; s.speakAt = now + 6000; }
+        if (s.pos >= question.length) {
+          s.pos = -1;
+          s.speakAt = now + 6000;
+          if (s.overlap) overlapped++;
+          else s.endAt = performance.now();
+        }
       } else s.ws.send(silence);
     }
   }, 10);
-  process.on('message', async (m: { type: string }) => {
-    if (m.type !== 'stop') return;
-    clearInterval(tick);
-    const open = sockets.filter((s) => s.ws.readyState === WebSocket.OPEN).length;
-    const audioIn = sockets.reduce((k, s) => k + s.bytesIn, 0);
-    for (const s of sockets) s.ws.send(JSON.stringify({ type: 'user.hangup' }));
-    await sleep(500);
-    for (const s of sockets) s.ws.terminate();
-    process.send!({ type: 'stopped', open, agentAudioSeconds: audioIn / 32000, seen });
-    process.exit(0);
+  process.on('message', async (m: { type: string; from?: number; to?: number; count?: number }) => {
+    if (m.type === 'connect') {
+      const r = await connect(m.from!, m.to!);
+      process.send!({ type: 'connected', ...r, failed });
+    } else if (m.type === 'talk') {
+      // The first `count` callers talk (each asks at its own moment over the first 6 s), the rest are idle.
+      const now = Date.now();
+      sockets.forEach((s, i) => {
+        if (!s) return;
+        s.talking = i < m.count!;
+        s.pos = -1;
+        s.endAt = 0;
+        s.speakAt = now + 1000 + (i * 6000) / m.count!;
+      });
+      process.send!({ type: 'talking' });
+    } else if (m.type === 'measure') {
+      latencies = [];
+      missed = 0;
+      overlapped = 0;
+      loop.reset();
+      loop.enable();
+      process.send!({ type: 'measuring' });
+    } else if (m.type === 'report') {
+      loop.disable();
+      process.send!({ type: 'report', latencies, missed, overlapped, loop: { p50: round(loop.percentile(50) / 1e6), p99: round(loop.percentile(99) / 1e6), max: round(loop.max / 1e6) } });
+    } else if (m.type === 'stop') {
+      clearInterval(tick);
+      const live = sockets.filter(Boolean);
+      const open = live.filter((s) => s.ws.readyState === WebSocket.OPEN).length;
+      const audioIn = live.reduce((k, s) => k + s.bytesIn, 0);
+      for (const s of live) s.ws.send(JSON.stringify({ type: 'user.hangup' }));
+      await sleep(500);
+      for (const s of live) s.ws.terminate();
+      process.send!({ type: 'stopped', open, agentAudioSeconds: audioIn / 32000, seen });
+      process.exit(0);
+    }
   });
-  void seconds;
+  process.send!({ type: 'ready' });
 }
 
 // ------------------------------------------------------------------------------------------
@@ -195,14 +270,54 @@ async function main() {
   const creation = await new Promise<{ created: number; failed: number; ms: number; latencyMs: { p50: number; p99: number } }>((r) => creator.once('message', (m) => r(m as never)));
   const creationsPerSecond = creation.created / (creation.ms / 1000);
 
-  global.gc?.();
+  // --caller-frame-ms: how much audio each caller frame carries (10–100 ms, a multiple of 10;
+  // default 100). The SDK sends 20 ms frames by default: each one costs the platform a websocket
+  // message, a recording copy and a gRPC message to the recognizer.
+  const callerFrameMs = Math.max(10, Math.min(100, Math.round(arg('caller-frame-ms', 100) / 10) * 10));
+  const gc = exposeGc();
+  gc();
   await sleep(500);
   const memBefore = process.memoryUsage();
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, n, seconds }) }, execArgv: ['--import=tsx'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, frameMs: callerFrameMs }) }, execArgv: ['--import=tsx'] });
   lowPriority(child.pid);
-  const next = (type: string) => new Promise<any>((r) => child.on('message', (m: any) => { if (m.type === type) r(m); }));
-  const connected = await next('connected');
+  const next = (type: string) => new Promise<any>((r) => { const on = (m: any) => { if (m.type === type) { child.off('message', on); r(m); } }; child.on('message', on); });
+  const ask = <T = any>(m: Record<string, unknown>, answer: string): Promise<T> => { const p = next(answer); child.send(m); return p; };
+  await next('ready');
+  // Phase 1, the reference: `--baseline-sessions` (20) sessions talk alone for
+  // `--baseline-seconds`; what their callers hear is what the platform gives an unloaded node.
+  const baseN = Math.max(1, Math.min(n, arg('baseline-sessions', 20)));
+  const baseSeconds = arg('baseline-seconds', 20);
+  const first = await ask({ type: 'connect', from: 0, to: baseN }, 'connected');
+  await ask({ type: 'talk', count: baseN }, 'talking');
+  await sleep(1000);
+  await ask({ type: 'measure' }, 'measuring');
+  const baseCpu0 = process.cpuUsage();
+  const baseT0 = performance.now();
+  await sleep(baseSeconds * 1000);
+  const baseCpu = process.cpuUsage(baseCpu0);
+  const baseWallS = (performance.now() - baseT0) / 1000;
+  const baseline = await ask<CallerReport>({ type: 'report' }, 'report');
+  // Phase 2: the others connect and nobody talks (connected, microphones muted): the memory an
+  // idle connected session holds.
+  await ask({ type: 'talk', count: 0 }, 'talking');
+  await sleep(2000);
+  gc();
+  const memQuiet = process.memoryUsage();
+  // --idle-snapshots <prefix>: heap snapshots before and after the idle sessions connect
+  // (<prefix>-quiet.heapsnapshot, <prefix>-idle.heapsnapshot), to see what an idle session holds.
+  const snapAt = process.argv.indexOf('--idle-snapshots');
+  if (snapAt > 0) v8.writeHeapSnapshot(`${process.argv[snapAt + 1]}-quiet.heapsnapshot`);
+  const rest = n > baseN ? await ask({ type: 'connect', from: baseN, to: n }, 'connected') : { held: 0, failed: first.failed, ms: 0 };
+  await sleep(2000);
+  gc();
+  const memIdle = process.memoryUsage();
+  if (snapAt > 0) v8.writeHeapSnapshot(`${process.argv[snapAt + 1]}-idle.heapsnapshot`);
+  const connected = { held: first.held + rest.held, failed: rest.failed };
+  // Phase 3: every session talks; the measured window starts once each has had time to ask.
+  await ask({ type: 'talk', count: n }, 'talking');
   await sleep(3000);
+  timelines.length = 0;
+  await ask({ type: 'measure' }, 'measuring');
   // --cpu-profile <file>: a V8 CPU profile of the platform's thread over the measured window only
   // (not start-up, creations or the ramp), for `bench/README.md`'s hot-spot tables.
   const profileAt = process.argv.indexOf('--cpu-profile');
@@ -256,6 +371,7 @@ async function main() {
   const t0 = performance.now();
   await sleep(seconds * 1000);
   const cpu = process.cpuUsage(cpu0);
+  const heard = await ask<CallerReport>({ type: 'report' }, 'report');
   if (heapProfiler) {
     const { profile } = await heapProfiler.post('HeapProfiler.stopSampling');
     await writeFile(process.argv[heapAt + 1]!, JSON.stringify(profile));
@@ -281,7 +397,7 @@ async function main() {
   const secondMainCores = secondMain0 === null || secondMain1 === null ? null : round((secondMain1 - secondMain0) / wallS, 3);
   const secondLoop = second ? await second.report() : null;
   const machineBusyCores = machine0 && machine1 ? round((machine1.busy - machine0.busy) / wallS, 3) : null;
-  global.gc?.();
+  gc();
   const memDuring = process.memoryUsage();
   child.send({ type: 'stop' });
   const stopped = await next('stopped');
@@ -298,8 +414,33 @@ async function main() {
   const totalMs = rows.flatMap((r) => r.metrics?.turns ?? []).map((t) => t.total_ms).filter((v): v is number => v !== null).sort((x, y) => x - y);
   const held = connected.held as number;
   const cpuCoreS = (cpu.user + cpu.system) / 1e6;
+  // Platform CPU (every thread of the node, both nodes with --nodes 2) per second of one talking session.
+  const platformCores = cpuCoreS / wallS + (othersCores.second_node ?? 0);
+  const heardN = callerLatency(heard);
+  // Memory is this process's (the first node's): with --nodes 2 it holds every other session.
+  const share = second ? 1 / 2 : 1;
+  const heldHere = held * share;
+  const idleHere = rest.held * share;
+  const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
+    // The headline: what a caller hears (timed by the callers on their own clock, from the last
+    // audio of their question leaving to the first agent audio arriving) with N sessions talking,
+    // beside the same with `baseline_sessions` talking alone; and what a talking session costs.
+    caller_turn_latency_ms: {
+      sessions: n, ...heardN,
+      baseline: { sessions: baseN, seconds: baseSeconds, ...heard20 },
+      inflation_p50: round(heardN.p50 - heard20.p50), inflation_p99: round(heardN.p99 - heard20.p99),
+      callers_event_loop_delay_ms: heard.loop,
+    },
+    platform_cpu_ms_per_talking_session_second: held ? round((platformCores * 1000) / held, 3) : null,
+    platform_cpu_ms_per_talking_session_second_at_baseline: first.held ? round(((baseCpu.user + baseCpu.system) / 1e3 / baseWallS) / first.held, 3) : null,
+    memory_per_talking_session_kb: held ? round((memDuring.rss - memBefore.rss) / heldHere / 1024, 1) : null,
+    memory_per_idle_session_kb: rest.held ? round((memIdle.rss - memQuiet.rss) / idleHere / 1024, 1) : null,
+    heap_and_buffers_per_idle_session_kb: rest.held ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+    array_buffers_per_idle_session_kb: rest.held ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+    heap_and_buffers_per_talking_session_kb: held ? round((memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers) / heldHere / 1024, 1) : null,
+    machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
     backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
     platform_first: platformFirst,
     load_idle: loadIdle,
@@ -310,13 +451,11 @@ async function main() {
     sessions_held: held,
     sessions_failed: connected.failed,
     sessions_open_at_end: stopped.open,
-    memory_per_session_kb: held ? round((memDuring.rss - memBefore.rss) / held / 1024, 1) : null,
-    heap_per_session_kb: held ? round((memDuring.heapUsed - memBefore.heapUsed) / held / 1024, 1) : null,
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
     platform_main_thread_cores: mainThreadCores,
     ...(second ? {
       nodes: 2,
-      note_nodes: 'platform_* and event_loop_delay_ms are the first node; second_node is the other; platform_cpu_cores_all_nodes both',
+      note_nodes: 'platform_* (but platform_cpu_ms_per_talking_session_second), memory_* and event_loop_delay_ms are the first node, memory per the half of the sessions it holds; second_node is the other; platform_cpu_cores_all_nodes both',
       second_node: { cpu_cores: othersCores.second_node, main_thread_cores: secondMainCores, event_loop_delay_ms: secondLoop },
       platform_cpu_cores_all_nodes: round(cpuCoreS / wallS + (othersCores.second_node ?? 0), 3),
     } : {}),
@@ -324,7 +463,7 @@ async function main() {
     young_generation_mb: round((v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576, 1),
     gc_pauses: { count: gcPauses.length, total_ms: round(gcPauses.reduce((a, b) => a + b, 0)), p99_ms: round(percentile(gcPauses, 99)), max_ms: round(gcPauses.at(-1) ?? 0), by_kind: gcByKind },
     other_cpu_cores: { ...othersCores, machine_busy: machineBusyCores, machine_cores: os.cpus().length },
-    cpu_per_session_percent_of_core: held ? round(((cpuCoreS / wallS + (othersCores.second_node ?? 0)) / held) * 100, 3) : null,
+    cpu_per_session_percent_of_core: held ? round((platformCores / held) * 100, 3) : null,
     turns: platformMs.length,
     agent_audio_seconds_received: round(stopped.agentAudioSeconds, 1),
     platform_added_turn_latency_ms: { p50: round(percentile(platformMs, 50)), p99: round(percentile(platformMs, 99)) },
@@ -347,6 +486,23 @@ async function main() {
   await Promise.all(backends.map((b) => b.stop()));
   rmSync(timingsDir, { recursive: true, force: true });
   process.exit(0);
+}
+
+/** What the callers report of a window: each answered question's latency on their clock. */
+interface CallerReport { latencies: number[]; missed: number; overlapped: number; loop: { p50: number; p99: number; max: number } }
+
+function callerLatency(r: CallerReport) {
+  const v = [...r.latencies].sort((x, y) => x - y);
+  // `unanswered`: a question whose caller heard nothing before asking again; `overlapped`: asked
+  // while the agent was still speaking (its answer cannot be told from the earlier one: not timed).
+  return { p50: round(percentile(v, 50)), p90: round(percentile(v, 90)), p99: round(percentile(v, 99)), max: round(v.at(-1) ?? NaN), turns: v.length, unanswered: r.missed, overlapped: r.overlapped };
+}
+
+/** `global.gc`, exposed at run time (the bench runs under plain tsx, without `--expose-gc`). */
+function exposeGc(): () => void {
+  if (global.gc) return global.gc;
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
 }
 
 /** `--nodes 2`: the second platform node, in a child process (role `node`). */

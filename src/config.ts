@@ -49,6 +49,11 @@ export interface Config {
   /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`); past it, creation answers 503. */
   maxSessions: number;
   /**
+   * A node whose last beat is older than this is lost and its sessions are ended `node_lost`
+   * (`PARLEY_NODE_STALE_MS`, default 20 s; nodes beat every quarter of it and sweep every half).
+   */
+  nodeStaleMs: number;
+  /**
    * Inference calls in flight per backend address (`PARLEY_INFERENCE_MAX_CALLS`); more wait up
    * to 2 s, then 503 `Inference backend busy`. Unset: `inferenceCallLimit` derives it from
    * `maxSessions`.
@@ -182,6 +187,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     publicRatePerAgent: num('PARLEY_PUBLIC_RATE_PER_AGENT', 60),
     publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
     maxSessions: num('PARLEY_MAX_SESSIONS', 2000),
+    nodeStaleMs: positiveInt('PARLEY_NODE_STALE_MS', num('PARLEY_NODE_STALE_MS', 20_000)),
     inferenceMaxCalls: env.PARLEY_INFERENCE_MAX_CALLS ? positiveInt('PARLEY_INFERENCE_MAX_CALLS', num('PARLEY_INFERENCE_MAX_CALLS', 0)) : undefined,
     sessionPricePerMinuteMicros: BigInt(Math.round(num('PARLEY_SESSION_PRICE_PER_MINUTE', 0.1) * 1_000_000)),
     phoneNumberLimit: num('PARLEY_PHONE_NUMBER_LIMIT', 10),

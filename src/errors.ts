@@ -93,5 +93,16 @@ export const notFound = (what: string) => new ServiceError('not_found', `${what}
 /** Anything thrown that is not a ServiceError becomes an opaque 500; the cause is kept for the log. */
 export function toServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
+  if (isUnstorableText(err)) return new ServiceError('bad_request', 'Text contains a character that cannot be stored (a NUL or a lone surrogate)', { cause: err });
   return new ServiceError('internal', 'Internal server error', { cause: err });
+}
+
+/**
+ * PostgreSQL's refusal of text it cannot hold (`22021` invalid byte sequence, e.g. a NUL;
+ * `22P05` untranslatable character, e.g. a lone surrogate in jsonb). Only client text gets
+ * there: the HTTP layer refuses such input first, this is the backstop (docs/reliability.md).
+ */
+function isUnstorableText(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '22021' || code === '22P05';
 }

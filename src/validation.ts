@@ -66,3 +66,10 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where: Loc
   if (!result.success) throw validationError(where, result.error);
   return result.data;
 }
+
+/**
+ * Deepest nesting of arrays and objects a body may have. Real requests nest a dozen levels
+ * (tool parameter schemas are the deepest); the bound keeps every recursive walk over a
+ * body (null dropping, validation, storage) far from the stack limit.
+ */
+export const MAX_BODY_DEPTH = 64;

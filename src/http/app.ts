@@ -11,6 +11,9 @@ import { Reply } from './reply.ts';
 import { parse } from '../validation.ts';
 import { Router, type Ctx, type Input, type Method, type RouteInput, type RouteSpec } from './router.ts';
 
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT. */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
 /**
  * Whether the real uWebSockets.js binding loaded. The trufflesuite build silently falls back
  * to a slow `ws`-based imitation when its binary cannot load; the native module's path ends
@@ -120,6 +123,20 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
+ * A NUL (`%00`) in a path parameter or the query reaches no handler: no store can keep it
+ * (PostgreSQL text refuses it), so it is a 400 naming where it was (docs/reliability.md).
+ */
+export function refuseNul(params: Record<string, string>, query: URLSearchParams): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in path parameter ${name}`);
+  }
+  for (const [name, value] of query) {
+    if (name.includes('\0')) throw new ServiceError('bad_request', 'NUL character (%00) in a query parameter name');
+    if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in query parameter ${name}`);
+  }
+}
+
+/**
  * The HTTP layer on one uWebSockets.js App: routing, request ids, body reading with limits
  * and content-type rules, authentication, the one error mapping, metrics and graceful
  * drain. Route modules only add `RouteSpec`s.
@@ -160,9 +177,15 @@ export class HttpApp {
     this.envelopes = [...this.envelopes.filter((e) => e.prefix !== p), { prefix: p, envelope }].sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
+  /**
+   * Listens on `host:port`, alone: uWebSockets.js's default listen sets SO_REUSEPORT on Linux,
+   * which let a second server started on a port that one already held bind it too and take a
+   * share of its connections without an error. The exclusive flag makes that a failed start.
+   */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (token) => {
+      const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (token: uws.us_listen_socket | false) => void) => void;
+      listen.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, (token) => {
         if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
         this.listenSocket = token;
         this.port = uws.us_socket_local_port(token);
@@ -293,6 +316,7 @@ export class HttpApp {
           ctx.principal = await this.opts.authenticate(token, messages);
         }
       }
+      refuseNul(params, query);
       const raw = await bodyPromise;
       ctx.rawBody = raw;
       const kind = spec.body ?? 'none';

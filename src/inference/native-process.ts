@@ -113,7 +113,7 @@ export async function spawnNativeBackend(o: NativeProcessOptions = {}): Promise<
       if (stopped || o.restart === false) return;
       // Backoff grows with crashes in a row; a child that ran for a minute starts the count over.
       if (performance.now() - upSince > 60_000) crashesInARow = 0;
-      const inMs = Math.min(10_000, 250 * 2 ** Math.min(crashesInARow++, 6));
+      const inMs = Math.min(10_000, 100 * 2 ** Math.min(crashesInARow++, 7));
       o.onEvent?.({ type: 'restarting', inMs });
       timer = setTimeout(() => {
         timer = null;

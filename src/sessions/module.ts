@@ -26,7 +26,7 @@ export const sessionsModule = defineModule({
     const sessionRegistry = new SessionRegistry(state, { nodeId: node.id, url: `${node.url}${CONNECT_PATH}`, onError: (err) => log.warn({ err }, 'session registry refresh failed') });
     const runtime = new SessionRuntime({
       recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry,
-      resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry,
+      resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs,
     });
     await runtime.start();
     const livekitAgents = config.livekit ? new LivekitAgents({ config: config.livekit, runtime, log }) : undefined;

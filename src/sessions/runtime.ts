@@ -19,7 +19,8 @@ import type { InferenceClient, SynthesizeInput } from '../inference/index.ts';
 import type { VoiceResolver } from '../speech/request.ts';
 import type { Logger } from '../log.ts';
 import type { SharedState } from '../state/index.ts';
-import type { SessionRegistry } from '../state/session-registry.ts';
+import { registryKey, type SessionRegistry } from '../state/session-registry.ts';
+import { NodeReaper, STALE_MS } from './node-reaper.ts';
 import type { Sql } from '../store/db.ts';
 import { appendSessionItems, getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
@@ -272,6 +273,8 @@ export interface RuntimeOptions {
   maxSessions: number;
   registry?: client.Registry;
   nodeId?: string;
+  /** Node liveness: `src/sessions/node-reaper.ts` (beats, and ends the sessions of lost nodes). Default 20 s. */
+  nodeStaleMs?: number;
   reconnectGraceMs?: number;
   /** Stored voice models (src/voices/service.ts `resolveVoice`, bound to the store). */
   resolveVoice?: VoiceResolver;
@@ -312,9 +315,16 @@ export class SessionRuntime {
     }, EXPIRED_SWEEP_MS);
     this.sweep.unref();
     this.o.sessionRegistry?.start();
+    const staleMs = this.o.nodeStaleMs ?? STALE_MS;
+    this.reaper = new NodeReaper({
+      sql: this.o.sql, nodeId: this.nodeId, log: this.o.log, staleMs, beatMs: staleMs / 4, sweepMs: staleMs / 2,
+      onEnded: async (ids) => { await Promise.all(ids.map((id) => this.o.state.del(registryKey(id)))); },
+    });
+    await this.reaper.start();
   }
 
   private sweep: NodeJS.Timeout | null = null;
+  private reaper: NodeReaper | null = null;
 
   hasCapacity(): boolean {
     return this.supervisor.hasCapacity();
@@ -499,5 +509,6 @@ export class SessionRuntime {
     await this.unsubscribe?.().catch(() => {});
     await this.supervisor.drain('shutdown', timeoutMs);
     await this.o.sessionRegistry?.close();
+    await this.reaper?.close({ forget: this.supervisor.size === 0 });
   }
 }

@@ -189,11 +189,12 @@ export async function markSessionActive(sql: Sql, sessionId: string, nodeId: str
 export async function markSessionEnded(
   sql: Sql,
   sessionId: string,
-  end: { status: 'completed' | 'failed'; reason: string; metrics?: unknown },
+  end: { status: 'completed' | 'failed'; reason: string; metrics?: unknown; /** When it ended, if before now (a lost node's last beat). */ at?: Date },
 ): Promise<boolean> {
   const metrics = end.metrics === undefined ? sql`s.metrics` : sql`${sql.json(end.metrics as never)}`;
+  const endedAt = end.at ? sql`least(clock_timestamp(), ${end.at}::timestamptz)` : sql`clock_timestamp()`;
   const rows = await sql`
-    with n as (select clock_timestamp() as ts),
+    with n as (select ${endedAt} as ts),
     ended as (
       update sessions s set
         status = ${end.status}, ended_at = n.ts, ended_reason = ${end.reason}, metrics = ${metrics},

@@ -1,5 +1,5 @@
 import { ServiceError } from '../errors.ts';
-import { isMsgpack, mediaType, parseMsgpack, parseMultipart } from '../http/body.ts';
+import { isMsgpack, mediaType, parseMsgpack, parseMultipart, partText } from '../http/body.ts';
 import { parse } from '../validation.ts';
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
@@ -46,7 +46,7 @@ export function readAsrRequest(raw: Buffer | undefined, contentType: string | un
       const name = p.name.endsWith('[]') ? p.name.slice(0, -2) : p.name;
       if (name in body) continue; // the first of a repeated field wins
       // The audio part is binary whether or not it names a file; other parts are text.
-      body[name] = name === 'audio' ? new Uint8Array(p.data) : p.data.toString('utf8');
+      body[name] = name === 'audio' ? new Uint8Array(p.data) : partText(p);
     }
   } else if (isMsgpack(contentType)) {
     if (!raw || raw.length === 0) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');

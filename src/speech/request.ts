@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { checkFormat, defaultSampleRateHz, OPUS_BITRATE_AUTO, sniffFormat, type OutputFormat } from '../audio/index.ts';
 import { ServiceError } from '../errors.ts';
-import { parse } from '../validation.ts';
+import { MAX_BODY_DEPTH, parse } from '../validation.ts';
 import { AudioEncoding, LatencyMode } from '../gen/inference/v1/inference_pb.ts';
 import { SPEECH_MODEL_IDS, type SynthesizeInput } from '../inference/index.ts';
 
@@ -23,13 +23,18 @@ export const MAX_TEXT_CHARS = 20_000;
 /** Opus bitrates the API names: automatic, or these in bit/s (kbit/s values are scaled). */
 export const OPUS_BITRATES = [24_000, 32_000, 48_000, 64_000] as const;
 
-/** Replaces explicit nulls by absence, recursively through plain objects and arrays. */
-export function dropNulls(value: unknown): unknown {
+/**
+ * Replaces explicit nulls by absence, recursively through plain objects and arrays. Bodies
+ * arrive depth-checked (`checkBodyValue`); the bound here keeps other callers (WebSocket
+ * frames) from overflowing the stack too: deeper → 400.
+ */
+export function dropNulls(value: unknown, depth = 0): unknown {
   if (value === null) return undefined;
-  if (Array.isArray(value)) return value.map(dropNulls);
+  if (depth > MAX_BODY_DEPTH && value && typeof value === 'object') throw new ServiceError('bad_request', `Request nested deeper than ${MAX_BODY_DEPTH} levels`);
+  if (Array.isArray(value)) return value.map((v) => dropNulls(v, depth + 1));
   if (value && typeof value === 'object' && !(value instanceof Uint8Array) && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = dropNulls(v);
+    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = dropNulls(v, depth + 1);
     return out;
   }
   return value;

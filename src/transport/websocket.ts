@@ -16,6 +16,7 @@ import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
+import { guardFrames } from '../http/ws-frames.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
 /** Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio). */
@@ -76,7 +77,7 @@ export function parseClientEvent(text: string): ClientEvent | null {
 
 export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger): void {
   let droppedOut = 0;
-  http.app.ws<UserData>(CONNECT_PATH, {
+  http.app.ws<UserData>(CONNECT_PATH, guardFrames({
     compression: 0,
     maxPayloadLength: MAX_FRAME_BYTES,
     maxBackpressure: 4 * 1024 * 1024,
@@ -175,5 +176,5 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       // anything else (1006 abnormal, 1001 going away, timeouts) is a drop: reconnect allowed.
       if (d.live && d.link) d.live.detach(d.link, code === 1000 || code === 1005 ? 'clean' : 'drop');
     },
-  } as uws.WebSocketBehavior<UserData>);
+  } as uws.WebSocketBehavior<UserData>));
 }

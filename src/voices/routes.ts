@@ -1,5 +1,5 @@
 import { ServiceError } from '../errors.ts';
-import { isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart } from '../http/body.ts';
+import { isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart, partText } from '../http/body.ts';
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import type { Ctx } from '../http/router.ts';
@@ -108,7 +108,7 @@ export function readModelBody(raw: Buffer | undefined, contentType: string | und
     body = {};
     for (const p of parseMultipart(raw, contentType!)) {
       const name = p.name.replace(/\[\d*\]$/, '');
-      const value = FILE_FIELDS.has(name) ? new Uint8Array(p.data) : p.data.toString('utf8');
+      const value = FILE_FIELDS.has(name) ? new Uint8Array(p.data) : partText(p);
       append(body, name, value);
     }
   } else if (type === 'application/x-www-form-urlencoded') {

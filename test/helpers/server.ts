@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createKey } from '../../src/auth/keys.ts';
 import type { ConfigOverrides } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
 import { createTeam } from '../../src/auth/store-teams.ts';
 import { startBackend, type Backend as NativeBackend, type BackendOptions } from '../../native/server.ts';
@@ -23,7 +23,7 @@ export interface TestServer extends Platform {
  * a fresh schema on DATABASE_URL when set; a key prefix of its own on REDIS_URL when set.
  */
 export async function startTestServer(
-  opts: { config?: ConfigOverrides; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string } = {},
+  opts: { config?: ConfigOverrides; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string; log?: Logger } = {},
 ): Promise<TestServer> {
   // A real native backend over real gRPC on a free loopback port, in this process.
   const backend = opts.backend ? await startBackend({ address: '127.0.0.1:0', engine: opts.backend, ...opts.backendOptions }) : undefined;
@@ -46,7 +46,7 @@ export async function startTestServer(
     dbSchema: useReal ? randomSchema() : undefined,
     webDir: opts.webDir,
     statePrefix: `test:${randomBytes(4).toString('hex')}:`,
-    log: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    log: opts.log ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });
   const auth = { Authorization: `Bearer ${key}` };
   const req: TestServer['req'] = async (method, path, body, headers = {}) => {

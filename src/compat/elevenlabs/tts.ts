@@ -4,6 +4,7 @@
  * `/stream/with-timestamps` variants, translated into the native synthesis service.
  */
 import { z } from 'zod';
+import { ServiceError } from '../../errors.ts';
 import { isJson, parseJson } from '../../http/body.ts';
 import type { Ctx } from '../../http/router.ts';
 import { parse } from '../../validation.ts';
@@ -85,7 +86,8 @@ export function readJsonBody(ctx: Ctx): unknown {
   if (!isJson(ctx.headers['content-type'])) throw new ElevenLabsError('invalid_request', 'The body must be application/json');
   try {
     return parseJson(ctx.rawBody);
-  } catch {
+  } catch (err) {
+    if (err instanceof ServiceError && err.code !== 'malformed') throw err; // NUL, surrogate, nesting: named
     throw new ElevenLabsError('invalid_request', 'Malformed JSON');
   }
 }

@@ -16,6 +16,7 @@ import { ServiceError, toServiceError } from '../../errors.ts';
 import type { Authenticate, Principal } from '../../auth/principal.ts';
 import { bearerToken, type HttpApp } from '../../http/app.ts';
 import type { Ctx, Result } from '../../http/router.ts';
+import { parseJson } from '../../http/body.ts';
 import { newId } from '../../ids.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import { SPEECH_AUTH_MESSAGES, type Caller, type TtsService } from '../../speech/tts.ts';
@@ -78,11 +79,7 @@ function jsonBody(ctx: Ctx): unknown {
   if (!/^application\/(.+\+)?json$/.test((ctx.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase())) {
     throw new ServiceError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
   }
-  try {
-    return JSON.parse(ctx.rawBody.toString('utf8'));
-  } catch {
-    throw new ServiceError('malformed', 'Malformed JSON');
-  }
+  return parseJson(ctx.rawBody); // 400 Malformed JSON; NUL, lone surrogates, deep nesting refused
 }
 
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
