@@ -1,6 +1,5 @@
 import { AUTH_MESSAGES } from '../auth/principal.ts';
 import { defineModule } from '../modules.ts';
-import { mountLivekitWebhook } from '../telephony/livekit-webhook.ts';
 import { mountSandboxCalls } from '../telephony/sandbox-socket.ts';
 import { resolveVoice } from '../voices/service.ts';
 import { mountPhoneCallRoutes } from './routes.ts';
@@ -29,6 +28,7 @@ export const phoneCallsModule = defineModule({
     });
     mountPhoneCallRoutes(http, phoneCalls);
     if (telephony.livekitSip && config.livekit) {
+      const { mountLivekitWebhook } = await import('../telephony/livekit-webhook.ts');
       mountLivekitWebhook(http, { apiKey: config.livekit.apiKey, apiSecret: config.livekit.apiSecret, carrier: telephony.livekitSip, log });
     }
     if (config.sandboxCalls) {

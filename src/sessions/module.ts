@@ -2,8 +2,6 @@ import { realClock } from '../../actors/clock.ts';
 import { nodeAt } from '../config.ts';
 import { defineModule } from '../modules.ts';
 import { SessionRegistry } from '../state/session-registry.ts';
-import { LivekitAgents, livekitSessionMinter } from '../transport/livekit-agent.ts';
-import { livekitRoomEnsurer } from '../transport/livekit.ts';
 import { CONNECT_PATH, mountWebsocketTransport } from '../transport/websocket.ts';
 import { resolveVoice } from '../voices/service.ts';
 import { mountSessionRoutes } from './routes.ts';
@@ -16,7 +14,8 @@ import { SessionService } from './service.ts';
  * configured, and /v1/agent/sessions. The session registry says which node holds a live
  * session (PARLEY_NODE_ID, PARLEY_NODE_URL): a resume reaching another node is sent there
  * (close 4307 with the URL). At close the runtime drains its sessions, then the agent leaves
- * its rooms.
+ * its rooms. The LiveKit modules (livekit-server-sdk, ~0.25 s to import) load only when LiveKit
+ * is configured.
  */
 export const sessionsModule = defineModule({
   name: 'sessions',
@@ -29,7 +28,8 @@ export const sessionsModule = defineModule({
       resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs,
     });
     await runtime.start();
-    const livekitAgents = config.livekit ? new LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
+    const lk = config.livekit ? { agent: await import('../transport/livekit-agent.ts'), rooms: await import('../transport/livekit.ts') } : undefined;
+    const livekitAgents = config.livekit && lk ? new lk.agent.LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
     if (livekitAgents) onClose(() => livekitAgents.close());
     onClose(() => runtime.close(config.drainTimeoutMs));
     mountWebsocketTransport(http, runtime, log);
@@ -41,10 +41,10 @@ export const sessionsModule = defineModule({
       publicRatePerAgent: config.publicRatePerAgent,
       publicRatePerIp: config.publicRatePerIp,
       hasCapacity: () => runtime.hasCapacity(),
-      mintTransportToken: config.livekit && livekitAgents ? livekitSessionMinter(config.livekit, livekitAgents) : undefined,
+      mintTransportToken: config.livekit && lk && livekitAgents ? lk.agent.livekitSessionMinter(config.livekit, livekitAgents) : undefined,
       livekitUrl: config.livekit?.url,
       // LiveKit: the room is created before anything is charged; no answer → 502 (LIVEKIT_ROOM_TIMEOUT_MS).
-      ensureRoom: config.livekit ? livekitRoomEnsurer(config.livekit, { timeoutMs: config.livekitRoomTimeoutMs }) : undefined,
+      ensureRoom: config.livekit && lk ? lk.rooms.livekitRoomEnsurer(config.livekit, { timeoutMs: config.livekitRoomTimeoutMs }) : undefined,
     });
     mountSessionRoutes(http, sessions);
     return { runtime, livekitAgents, sessions };
