@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import type { Ctx } from '../http/router.ts';
 import { SPEECH_AUTH_MESSAGES } from '../speech/asr-routes.ts';
-import { modelEntity, modelListBody, modelListQueryDoc, parseModelCreate, parseModelPatch, VOICE_BODY_LIMIT, type VoiceService } from './service.ts';
+import { modelEntity, modelListBody, modelListQuery, modelListQueryDoc, parseModelCreate, parseModelPatch, VOICE_BODY_LIMIT, type ModelListQuery, type VoiceService } from './service.ts';
+import { parse } from '../validation.ts';
 import { errorBody } from '../http/openapi.ts';
 
 const fieldErrors = z.array(z.object({ type: z.string(), loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), ctx: z.record(z.string(), z.unknown()) }));
@@ -39,7 +40,7 @@ export function mountVoiceRoutes(http: HttpApp, voices: VoiceService): void {
       summary: 'List voices: the team\'s own, and every team\'s public voices (newest first)', tags, query: modelListQueryDoc,
       responses: { 200: { description: 'A page of voices', schema: modelListBody }, 400: { description: 'Offset past 100,000 rows', schema: errorBody }, 422: { description: 'Query out of range', schema: fieldErrors } },
     },
-    handler: async (ctx) => ({ status: 200, body: await voices.list(team(ctx), ctx.query) }),
+    handler: async (ctx) => ({ status: 200, body: await voices.list(team(ctx), readModelListQuery(ctx.query)) }),
   });
   http.route({
     ...common, method: 'GET', path: '/model/{id}',
@@ -144,4 +145,17 @@ function base64(s: string, loc: (string | number)[]): Uint8Array {
     throw new ServiceError('invalid', 'Expected standard base64', { fields: [{ type: 'base64', loc: ['body', ...loc], msg: 'Expected a file, or standard base64 in JSON and urlencoded bodies', ctx: {} }] });
   }
   return new Uint8Array(Buffer.from(s, 'base64'));
+}
+
+const ARRAY_PARAMS = new Set(['tag', 'language', 'title_language']);
+
+/** The `/model` list query: `tag`, `language`, `title_language` repeat (also as `name[]`); other keys take their first value. */
+function readModelListQuery(query: URLSearchParams): ModelListQuery {
+  const raw: Record<string, unknown> = {};
+  for (const [k0, v] of query) {
+    const k = k0.replace(/\[\d*\]$/, '');
+    if (ARRAY_PARAMS.has(k)) ((raw[k] ??= []) as string[]).push(v);
+    else if (!(k in raw)) raw[k] = v;
+  }
+  return parse(modelListQuery, raw, 'query');
 }

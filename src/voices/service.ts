@@ -159,7 +159,7 @@ function checkCover(b: Uint8Array): { bytes: Uint8Array; type: string } {
 // ---------------------------------------------------------------------------------------
 // Query
 
-const listQuery = z.object({
+export const modelListQuery = z.object({
   page_size: z.coerce.number().int().min(1).max(100).default(10),
   page_number: z.coerce.number().int().min(1).default(1),
   title: z.string().max(200).optional(),
@@ -183,17 +183,7 @@ export const modelListQueryDoc = z.object({
   sort_by: z.enum(['score', 'task_count', 'created_at']).default('score').meta({ description: 'Every order is newest first (scores and counts are all 0)' }),
 });
 
-const ARRAY_PARAMS = new Set(['tag', 'language', 'title_language']);
-
-export function parseModelListQuery(query: URLSearchParams): z.output<typeof listQuery> {
-  const raw: Record<string, unknown> = {};
-  for (const [k0, v] of query) {
-    const k = k0.replace(/\[\d*\]$/, '');
-    if (ARRAY_PARAMS.has(k)) ((raw[k] ??= []) as string[]).push(v);
-    else if (!(k in raw)) raw[k] = v;
-  }
-  return parse(listQuery, raw, 'query');
-}
+export type ModelListQuery = z.output<typeof modelListQuery>;
 
 // ---------------------------------------------------------------------------------------
 // Response
@@ -337,8 +327,7 @@ export class VoiceService {
     }
   }
 
-  async list(teamId: string, query: URLSearchParams): Promise<z.output<typeof modelListBody>> {
-    const q = parseModelListQuery(query);
+  async list(teamId: string, q: ModelListQuery): Promise<z.output<typeof modelListBody>> {
     const offset = (q.page_number - 1) * q.page_size;
     if (offset >= MAX_LIST_OFFSET) throw new ServiceError('bad_request', `Page offset exceeds ${MAX_LIST_OFFSET} rows`);
     const { rows, total } = await listVoiceModels(
