@@ -27,7 +27,7 @@ import { CallLink, RoomCall, type CallParty } from '../telephony/call-link.ts';
 import { CarrierRefused, type CallControl, type CallLeg, type Carriers, type InboundCall, type Provider } from '../telephony/index.ts';
 import { checkDestination, singleZoneOf } from '../telephony/destinations.ts';
 import { transferCallTool } from '../telephony/transfer-tool.ts';
-import { TRANSFER_RING_TIMEOUT_MS, type PhoneCallSettings } from '../config.ts';
+import type { PhoneCallSettings } from '../config.ts';
 import { signatureHeader, SIGNATURE_HEADER } from '../webhooks/sign.ts';
 import { defaultOutbound, type Outbound, type StoredDraft } from '../agent-config/index.ts';
 import { ConnectRefused, inferenceBackend, VOICEMAIL_HUNG_UP, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';

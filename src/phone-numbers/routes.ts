@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
-import { parse } from '../validation.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import {
   PhoneNumberService, availableNumberEntity, numberListQuery, numberPatchBody, numberPurchaseBody, numberSearchQuery, phoneNumberEntity, toEntity,
 } from './service.ts';
