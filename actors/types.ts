@@ -1,6 +1,6 @@
 /**
  * What a session actor needs and produces. Actors see only these interfaces: the runtime
- * (`src/agent/runtime.ts`) adapts the inference client, the transport and the store to them;
+ * (`src/sessions/runtime.ts`) adapts the inference client, the transport and the store to them;
  * tests pass fakes from `test/fixtures/`.
  */
 import type { Clock } from './clock.ts';

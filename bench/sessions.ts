@@ -49,7 +49,6 @@ import { createLogger } from '../src/log.ts';
 import { spawnNativeBackend } from '../src/inference/index.ts';
 import { percentile, round } from './lib.ts';
 import { backendTimedPlatformMs, HOPS, readBackendLoops, readBackendTimings } from './turn-timings.ts';
-import { runtimes } from '../src/agent/runtime.ts';
 import type { TurnTimeline } from '../actors/types.ts';
 
 const arg = (name: string, def: number) => {
@@ -247,7 +246,7 @@ async function main() {
   const dbSchema = process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined;
   const platform = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
   const timelines: TurnTimeline[] = [];
-  runtimes.get(platform.http)!.supervisor.watchTurns((tl) => { timelines.push(tl); });
+  platform.runtime.supervisor.watchTurns((tl) => { timelines.push(tl); });
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const post = async (path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });

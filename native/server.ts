@@ -102,7 +102,7 @@ function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger)
 
 /** Starts the native backend in this process. */
 export async function startBackend(opts: BackendOptions = {}): Promise<Backend> {
-  const cfg = readNativeConfig(opts.env ?? process.env);
+  const cfg = readNativeConfig(opts.env); // native/config.ts reads process.env when not given
   const address = opts.address ?? cfg.address;
   const speechName = opts.engine ?? cfg.speechEngine;
   if (speechName !== 'espeak' && speechName !== 'synthetic') throw new Error(`PARLEY_SPEECH_ENGINE must be espeak or synthetic, not ${speechName}`);

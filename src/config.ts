@@ -1,7 +1,16 @@
 /**
  * Configuration, resolved once from the environment (explicit option → env → default).
- * Every variable here is listed in README.md and .env.example.
+ * This is the only module of the platform that reads `process.env` (the native backend has
+ * native/config.ts; the CLI reads its own flags). Every variable is a field below, and is
+ * listed in .env.example. The parsers of a group of variables (phone calls, recordings,
+ * back-off lists) live here too; the feature modules re-export the ones their tests use.
  */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
 export interface Config {
   port: number;
   host: string;
@@ -59,11 +68,68 @@ export interface Config {
   /** Rental of one phone number for one day, in micro-units (`PARLEY_PHONE_NUMBER_DAILY_PRICE`, in currency units). */
   phoneNumberDailyPriceMicros: bigint;
   /**
-   * Phone-call settings over the environment's (`PARLEY_OUTBOUND_*`, `PARLEY_RING_TIMEOUT_MS`,
-   * `PARLEY_TRANSFER_PRICE_PER_MINUTE`; `phoneCallSettings` in src/agent/phone-calls.ts): tests and embedders.
+   * Phone-call settings (`PARLEY_OUTBOUND_CALLS`, `PARLEY_OUTBOUND_DAILY_LIMIT`,
+   * `PARLEY_OUTBOUND_CONCURRENCY`, `PARLEY_RING_TIMEOUT_MS`, `PARLEY_TRANSFER_PRICE_PER_MINUTE`;
+   * `phoneCallSettings`). Overrides (tests, embedders) merge field by field.
    */
-  phoneCalls?: { outboundEnabled?: boolean; dailyLimit?: number; concurrencyLimit?: number; ringTimeoutMs?: number; transferPricePerMinuteMicros?: bigint };
+  phoneCalls: PhoneCallSettings;
+  /** The sandbox phones at wss /v1/telephony/sandbox/calls (`PARLEY_SANDBOX_CALLS`, `on` unless `off`). */
+  sandboxCalls: boolean;
+  /** `LIVEKIT_SIP_OUTBOUND_TRUNK_ID`: outbound calls and transfers' consult legs over LiveKit SIP. */
+  livekitSipOutboundTrunkId: string | null;
+  /** How long session creation waits for LiveKit to create the room (`LIVEKIT_ROOM_TIMEOUT_MS`; unset: the transport's default). */
+  livekitRoomTimeoutMs?: number;
+  /** Per-team speech concurrency for every team (`PARLEY_SPEECH_CONCURRENCY`); unset: the spend tiers. */
+  speechConcurrency?: number;
+  /** This node in the session registry: `PARLEY_NODE_ID`, `PARLEY_NODE_URL` (see `nodeIdentity`). */
+  node: { id?: string; url?: string };
+  /**
+   * Recordings: `PARLEY_RECORDINGS_DIR` (else `<data dir>/recordings`, or a temporary folder
+   * with the `memory` store) and S3-compatible storage (`PARLEY_RECORDINGS_S3_*`, `s3ConfigFromEnv`).
+   */
+  recordings: { dir: string; ephemeral: boolean; s3: S3Config | null };
+  /** Delays between post-call webhook attempts (`PARLEY_WEBHOOK_BACKOFF_MS`); unset: the worker's 1000,5000. */
+  webhookBackoffMs?: number[];
+  /** Delays between post-call analysis attempts (`PARLEY_ANALYSIS_BACKOFF_MS`); unset: the worker's. */
+  analysisBackoffMs?: number[];
+  /**
+   * Tracing: OTLP/HTTP export of spans when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL)
+   * or `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended) is set; `OTEL_SERVICE_NAME`
+   * (default `parley`).
+   */
+  tracing: TracingConfig;
   otlpEndpoint?: string;
+  /** Log `pii` fields instead of redacting them (`PARLEY_LOG_PII=true`; a developer's own machine only). */
+  logPii: boolean;
+}
+
+/** What `startPlatform` and tests may set over the environment (`phoneCalls` merges field by field). */
+export type ConfigOverrides = Partial<Omit<Config, 'phoneCalls'>> & { phoneCalls?: Partial<PhoneCallSettings> };
+
+export interface TracingConfig {
+  /** Where spans are exported (OTLP/HTTP); unset: not exported. */
+  tracesUrl?: string;
+  serviceName: string;
+}
+
+/** The `OTEL_*` variables tracing reads. */
+export function tracingFromEnv(env: Env): TracingConfig {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const tracesUrl = endpoint ? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${endpoint.replace(/\/+$/, '')}/v1/traces` : undefined;
+  return { tracesUrl, serviceName: env.OTEL_SERVICE_NAME ?? 'parley' };
+}
+
+/** The variables a child process of the platform (the native backend) inherits. */
+export function inheritedEnvironment(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+/**
+ * `PARLEY_OUTBOUND_ALLOW` as it is now: the SSRF guard's default allow list for checks that
+ * are not given one (`parseAllowList` in src/net/url-check.ts reads the entries).
+ */
+export function outboundAllowVariable(): string | undefined {
+  return process.env.PARLEY_OUTBOUND_ALLOW;
 }
 
 /**
@@ -85,7 +151,7 @@ const positiveInt = (name: string, n: number): number => {
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const num = (name: string, def: number): number => {
     const v = env[name];
     if (v === undefined || v === '') return def;
@@ -127,7 +193,160 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     phoneNumberLimit: num('PARLEY_PHONE_NUMBER_LIMIT', 10),
     phoneNumberDailyPriceMicros: BigInt(Math.round(num('PARLEY_PHONE_NUMBER_DAILY_PRICE', 0.05) * 1_000_000)),
     outboundAllow: (str('PARLEY_OUTBOUND_ALLOW') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    phoneCalls: phoneCallSettings(env),
+    sandboxCalls: (env.PARLEY_SANDBOX_CALLS ?? 'on').toLowerCase() !== 'off',
+    livekitSipOutboundTrunkId: sipOutboundTrunkId(env),
+    livekitRoomTimeoutMs: Number(env.LIVEKIT_ROOM_TIMEOUT_MS) || undefined,
+    speechConcurrency: parseSpeechConcurrency(env.PARLEY_SPEECH_CONCURRENCY),
+    node: { id: env.PARLEY_NODE_ID || undefined, url: env.PARLEY_NODE_URL || undefined },
+    recordings: { ...recordingsDir(env, overrides.dataDir ?? str('PARLEY_DATA_DIR') ?? './data'), s3: s3ConfigFromEnv(env) },
+    webhookBackoffMs: parseBackoff(env.PARLEY_WEBHOOK_BACKOFF_MS),
+    analysisBackoffMs: parseBackoff(env.PARLEY_ANALYSIS_BACKOFF_MS, 'PARLEY_ANALYSIS_BACKOFF_MS'),
+    tracing: tracingFromEnv(env),
     otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
+    logPii: env.PARLEY_LOG_PII === 'true',
   };
-  return { ...config, ...overrides };
+  return { ...config, ...overrides, phoneCalls: { ...config.phoneCalls, ...overrides.phoneCalls } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsers of groups of variables
+
+/** `LIVEKIT_SIP_OUTBOUND_TRUNK_ID`, trimmed; null when unset or blank. */
+export function sipOutboundTrunkId(env: Env): string | null {
+  return env.LIVEKIT_SIP_OUTBOUND_TRUNK_ID?.trim() || null;
+}
+
+/** Call limits per workspace (docs/api/phone.md "Limits"). */
+export const OUTBOUND_DAILY_LIMIT = 200;
+export const OUTBOUND_CONCURRENCY_LIMIT = 10;
+/** How long a transfer's destination rings before the transfer fails (`PARLEY_RING_TIMEOUT_MS` default). */
+export const TRANSFER_RING_TIMEOUT_MS = 30_000;
+/** `PARLEY_TRANSFER_PRICE_PER_MINUTE` default, in currency units per started minute. */
+export const TRANSFER_PRICE_PER_MINUTE = 0.1;
+
+export interface PhoneCallSettings {
+  dailyLimit: number;
+  concurrencyLimit: number;
+  /** `PARLEY_OUTBOUND_CALLS=off` refuses outbound calls (403 `outbound_disabled`). */
+  outboundEnabled: boolean;
+  ringTimeoutMs: number;
+  /** Transfer minutes, per started minute, in micro-units (`PARLEY_TRANSFER_PRICE_PER_MINUTE`, in currency units). */
+  transferPricePerMinuteMicros: bigint;
+}
+
+/** Settings from the environment (documented in .env.example). */
+export function phoneCallSettings(env: Env): PhoneCallSettings {
+  const int = (name: string, dflt: number) => {
+    const v = env[name];
+    if (v === undefined || v === '') return dflt;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+    return n;
+  };
+  const price = (name: string, dflt: number) => {
+    const v = env[name];
+    const n = v === undefined || v === '' ? dflt : Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number (currency units)`);
+    return BigInt(Math.round(n * 1_000_000));
+  };
+  return {
+    dailyLimit: int('PARLEY_OUTBOUND_DAILY_LIMIT', OUTBOUND_DAILY_LIMIT),
+    concurrencyLimit: int('PARLEY_OUTBOUND_CONCURRENCY', OUTBOUND_CONCURRENCY_LIMIT),
+    outboundEnabled: (env.PARLEY_OUTBOUND_CALLS ?? 'on').toLowerCase() !== 'off',
+    ringTimeoutMs: int('PARLEY_RING_TIMEOUT_MS', TRANSFER_RING_TIMEOUT_MS),
+    transferPricePerMinuteMicros: price('PARLEY_TRANSFER_PRICE_PER_MINUTE', TRANSFER_PRICE_PER_MINUTE),
+  };
+}
+
+/**
+ * `PARLEY_WEBHOOK_BACKOFF_MS` (and `PARLEY_ANALYSIS_BACKOFF_MS`): comma-separated delays
+ * between attempts (default `1000,5000`, docs/api/webhooks.md). Meant for tests and drills; an invalid value throws
+ * at start-up.
+ */
+export function parseBackoff(env: string | undefined, name = 'PARLEY_WEBHOOK_BACKOFF_MS'): number[] | undefined {
+  if (env === undefined || env.trim() === '') return undefined;
+  const list = env.split(',').map((s) => Number(s.trim()));
+  if (list.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`${name} must be comma-separated non-negative milliseconds`);
+  return list;
+}
+
+/** `PARLEY_SPEECH_CONCURRENCY`: unset or empty → undefined (tiers apply); else a positive integer. */
+export function parseSpeechConcurrency(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`PARLEY_SPEECH_CONCURRENCY must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/**
+ * `PARLEY_RECORDINGS_DIR`, else `<data dir>/recordings`; with the ephemeral store (`memory`)
+ * a folder of its own under the system's temporary directory (`ephemeral`: remove it at close).
+ */
+export function recordingsDir(env: Env, dataDir: string): { dir: string; ephemeral: boolean } {
+  const dir = env.PARLEY_RECORDINGS_DIR?.trim();
+  if (dir) return { dir: resolve(dir), ephemeral: false };
+  // Ephemeral store, ephemeral recordings: a folder of this platform alone, removed when it closes.
+  if (dataDir === 'memory') return { dir: join(os.tmpdir(), `parley-recordings-${process.pid}-${randomBytes(4).toString('hex')}`), ephemeral: true };
+  return { dir: resolve(dataDir, 'recordings'), ephemeral: false };
+}
+
+export interface S3Config {
+  /** `https://s3.eu-west-1.amazonaws.com`, `http://127.0.0.1:9000`, … (no path). */
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Temporary credentials' token, sent as `x-amz-security-token`. */
+  sessionToken?: string;
+  /** Prefix of every object key (e.g. `recordings/`). */
+  prefix?: string;
+}
+
+/**
+ * `PARLEY_RECORDINGS_S3_ENDPOINT`, `_BUCKET`, `_REGION` (default `us-east-1`),
+ * `_ACCESS_KEY_ID`, `_SECRET_ACCESS_KEY`, `_SESSION_TOKEN`, `_PREFIX`. Null when no endpoint is
+ * set; an endpoint without bucket or keys is a start-up error.
+ */
+export function s3ConfigFromEnv(env: Env): S3Config | null {
+  const endpoint = env.PARLEY_RECORDINGS_S3_ENDPOINT?.trim();
+  if (!endpoint) return null;
+  const bucket = env.PARLEY_RECORDINGS_S3_BUCKET?.trim();
+  const accessKeyId = env.PARLEY_RECORDINGS_S3_ACCESS_KEY_ID?.trim();
+  const secretAccessKey = env.PARLEY_RECORDINGS_S3_SECRET_ACCESS_KEY?.trim();
+  if (!bucket || !accessKeyId || !secretAccessKey)
+    throw new Error('PARLEY_RECORDINGS_S3_ENDPOINT needs PARLEY_RECORDINGS_S3_BUCKET, PARLEY_RECORDINGS_S3_ACCESS_KEY_ID and PARLEY_RECORDINGS_S3_SECRET_ACCESS_KEY');
+  const u = new URL(endpoint);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('PARLEY_RECORDINGS_S3_ENDPOINT must be an http(s) URL');
+  return {
+    endpoint: u.origin,
+    bucket,
+    region: env.PARLEY_RECORDINGS_S3_REGION?.trim() || 'us-east-1',
+    accessKeyId,
+    secretAccessKey,
+    sessionToken: env.PARLEY_RECORDINGS_S3_SESSION_TOKEN?.trim() || undefined,
+    prefix: env.PARLEY_RECORDINGS_S3_PREFIX?.trim() || undefined,
+  };
+}
+
+/**
+ * This node's identity for the session registry: its id (`PARLEY_NODE_ID`) and the base URL
+ * clients elsewhere reach it at (`PARLEY_NODE_URL`, e.g. `wss://node-3.voice.example.com`).
+ * A resume that lands on another node is sent to `<node url>/v1/agent/sessions/connect`.
+ */
+export function nodeIdentity(env: Env, host: string, port: number): { id: string; url: string } {
+  return nodeAt({ id: env.PARLEY_NODE_ID, url: env.PARLEY_NODE_URL }, host, port);
+}
+
+/** `nodeIdentity` from the configured `node` fields. */
+export function nodeAt(node: Config['node'], host: string, port: number): { id: string; url: string } {
+  const id = node.id || `${os.hostname()}:${process.pid}:${port}`;
+  let url = node.url?.replace(/\/+$/, '').replace(/^http(s?):/, 'ws$1:');
+  if (!url) {
+    // Default: the listening address; a wildcard address is replaced by the host name.
+    const h = host === '0.0.0.0' || host === '::' || host === '' ? os.hostname() : host;
+    url = `ws://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  }
+  return { id, url };
 }

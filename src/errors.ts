@@ -56,11 +56,17 @@ export interface ServiceErrorOptions extends ErrorOptions {
   fields?: FieldError[];
   /** Extra response headers (Retry-After, Allow, WWW-Authenticate). */
   headers?: Record<string, string>;
+  /**
+   * A machine-readable refusal reason, answered beside `status` and `message` (phone calls:
+   * `outbound_disabled`, `daily_limit_exceeded`, ...); a 422 keeps its list shape.
+   */
+  reason?: string;
 }
 
 export class ServiceError extends Error {
   readonly fields?: FieldError[];
   readonly headers?: Record<string, string>;
+  readonly reason?: string;
   constructor(
     readonly code: Code,
     message: string,
@@ -70,6 +76,7 @@ export class ServiceError extends Error {
     this.name = 'ServiceError';
     this.fields = options?.fields;
     this.headers = options?.headers;
+    this.reason = options?.reason;
   }
   get status(): number {
     return httpStatus[this.code];

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import type { HttpApp } from '../http/app.ts';
 import type { Ctx, Handler, RouteSpec } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import type { TeamAdmin } from './service.ts';
 
 const teamCreate = z.strictObject({ name: z.string().min(1).max(200), beta: z.boolean().optional(), credit: z.number().finite().optional() });

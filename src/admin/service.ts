@@ -6,8 +6,8 @@
 import { createKey } from '../auth/keys.ts';
 import { newId } from '../ids.ts';
 import type { Sql } from '../store/db.ts';
-import { revokeKey } from '../store/keys.ts';
-import { createTeam, getTeam, grantCredit, setBetaAccess } from '../store/teams.ts';
+import { revokeKey } from '../auth/store-keys.ts';
+import { createTeam, getTeam, grantCredit, setBetaAccess } from '../auth/store-teams.ts';
 
 export interface TeamAdmin {
   /** A team with its first key (shown once). */

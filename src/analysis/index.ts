@@ -1,6 +1,6 @@
 /** Post-call analysis: the structured model call, its durable worker, the entity's read shape. */
 import { z } from 'zod';
-import type { SessionRow } from '../store/sessions.ts';
+import type { SessionRow } from '../sessions/store.ts';
 import type { Analysis } from './analyze.ts';
 
 export { analyze, analysisDisabled, analysisInstructions, analysisModel, analysisSchema, shapeAnalysis, SKIPPED, FAILED } from './analyze.ts';

@@ -15,9 +15,9 @@
 import { randomBytes } from 'node:crypto';
 import type { InferenceClient } from '../inference/index.ts';
 import type { Logger } from '../log.ts';
-import { claimDueAnalyses, loadAnalysisInput, releaseAnalysis, settleAnalysis } from '../store/analysis.ts';
+import { claimDueAnalyses, loadAnalysisInput, releaseAnalysis, settleAnalysis } from './store.ts';
 import type { Sql } from '../store/db.ts';
-import type { SessionRow } from '../store/sessions.ts';
+import type { SessionRow } from '../sessions/store.ts';
 import { LeasePoller } from '../jobs/lease-poller.ts';
 import { analysisModel, analyze, FAILED, type AnalysisConfig } from './analyze.ts';
 

@@ -6,7 +6,6 @@
  * table (each packet is a run of 255-byte segments ended by one shorter than 255).
  */
 
-export const OGG_FLAG_CONTINUED = 1;
 export const OGG_FLAG_BOS = 2;
 export const OGG_FLAG_EOS = 4;
 

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from './principal.ts';
 import type { Sql } from '../store/db.ts';
-import { findKeyByHash, insertKey, type ApiKeyRow } from '../store/keys.ts';
+import { findKeyByHash, insertKey, type ApiKeyRow } from './store-keys.ts';
 
 /** 32 random bytes, base64url, behind a recognisable prefix. */
 export function generateKey(): string {

@@ -3,10 +3,13 @@ import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import { ServiceError, toServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { AUTH_MESSAGES, requireBeta, type Authenticate } from '../auth/principal.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { JSON_BODY_LIMIT, isJson, isMsgpack, mediaType, parseJson, parseMsgpack } from './body.ts';
+import { JSON_BODY_LIMIT, formFields, isJson, isMsgpack, mediaType, parseJson, parseMsgpack, parseMultipart, type Form } from './body.ts';
+import { pageRequest } from './pagination.ts';
 import { Reply } from './reply.ts';
-import { Router, type Ctx, type Method, type Principal, type RouteSpec } from './router.ts';
+import { parse } from '../validation.ts';
+import { Router, type Ctx, type Input, type Method, type RouteInput, type RouteSpec } from './router.ts';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT. */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -26,10 +29,7 @@ export function uwsBinding(): { native: boolean; reason?: string } {
   };
 }
 
-export type Authenticate = (
-  authorization: string,
-  messages: { invalid: string; expired: string },
-) => Promise<Principal>;
+export type { Authenticate } from '../auth/principal.ts';
 
 /**
  * A compat family's error body for errors the HTTP layer itself answers under its prefix
@@ -113,7 +113,7 @@ export function requestIdFrom(incoming: string | undefined): string {
   return incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-const DEFAULT_AUTH_MESSAGES = { invalid: 'Invalid token', expired: 'Token expired' };
+const DEFAULT_AUTH_MESSAGES = AUTH_MESSAGES;
 
 /** Parses `Authorization: Bearer <token>`; undefined when missing or malformed. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -164,8 +164,8 @@ export class HttpApp {
     this.app.any('/*', (res, req) => this.dispatch(res, req));
   }
 
-  route(spec: RouteSpec): void {
-    this.router.add(spec);
+  route<I extends RouteInput = RouteInput>(spec: RouteSpec<I>): void {
+    this.router.add(spec as unknown as RouteSpec);
   }
 
   /**
@@ -299,7 +299,12 @@ export class HttpApp {
         if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
         throw new ServiceError('not_found', 'Not found');
       }
-      const ctx: Ctx = { method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply };
+      let form: Form | undefined;
+      const ctx: Ctx = {
+        method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply,
+        input: NO_INPUT,
+        form: () => (form ??= formFields(parseMultipart(ctx.rawBody ?? Buffer.alloc(0), headers['content-type'] ?? ''))),
+      };
       const messages = spec.authMessages ?? DEFAULT_AUTH_MESSAGES;
       if (spec.auth !== 'none') {
         const header = headers['authorization'];
@@ -330,6 +335,8 @@ export class HttpApp {
           if (mediaType(ct) !== 'multipart/form-data') throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
         }
       }
+      if (spec.beta) requireBeta(ctx.principal!);
+      if (spec.input) ctx.input = readInput(spec.input, ctx, spec.bodyOptional === true);
       const result = await spec.handler(ctx);
       if (result && !reply.started) {
         if (result.status === 204 || result.body === undefined) reply.send(result.status, null, result.headers);
@@ -366,6 +373,21 @@ export class HttpApp {
       return;
     }
     if (e.status >= 500 && e.code !== 'internal') log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
-    reply.json(e.status, { status: e.status, message: e.message }, e.headers);
+    reply.json(e.status, e.reason === undefined ? { status: e.status, message: e.message } : { status: e.status, message: e.message, reason: e.reason }, e.headers);
   }
+}
+
+const NO_INPUT: Input = { body: undefined, query: undefined, params: undefined, page: undefined };
+
+/** Parses a route's declared input (`RouteInput`), in its documented order. */
+function readInput(input: RouteInput, ctx: Ctx, bodyOptional: boolean): Input {
+  const out: { [K in keyof Input]: unknown } = { ...NO_INPUT };
+  if (input.page) out.page = pageRequest(ctx.query, input.page).req;
+  if (input.query) {
+    const present = Object.keys(input.query.shape).filter((k) => ctx.query.has(k));
+    out.query = parse(input.query, Object.fromEntries(present.map((k) => [k, ctx.query.get(k)])), 'query');
+  }
+  if (input.params) out.params = parse(input.params, ctx.params, 'path');
+  if (input.body) out.body = parse(input.body, ctx.body === undefined && bodyOptional ? {} : ctx.body, 'body');
+  return out as Input;
 }

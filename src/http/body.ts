@@ -1,6 +1,7 @@
 import { Unpackr } from 'msgpackr';
 import uws from 'uWebSockets.js';
 import { invalidField, ServiceError } from '../errors.ts';
+import { MAX_BODY_DEPTH } from '../validation.ts';
 
 /** Default per-route body limit for JSON endpoints. */
 export const JSON_BODY_LIMIT = 1024 * 1024;
@@ -22,12 +23,8 @@ export function isMsgpack(contentType: string | undefined): boolean {
   return m === 'application/msgpack' || m === 'application/x-msgpack' || m === 'application/vnd.msgpack';
 }
 
-/**
- * Deepest nesting of arrays and objects a body may have. Real requests nest a dozen levels
- * (tool parameter schemas are the deepest); the bound keeps every recursive walk over a
- * body (null dropping, validation, storage) far from the stack limit.
- */
-export const MAX_BODY_DEPTH = 64;
+/** The nesting bound is a validation rule (src/validation.ts), shared with the services' walks. */
+export { MAX_BODY_DEPTH };
 
 const NUL = /\u0000/;
 /** In Unicode mode a surrogate pair is one code point, so only a lone surrogate matches. */
@@ -121,8 +118,14 @@ export function partText(p: Part): string {
   return value;
 }
 
+/** A multipart form: text fields and files by name. */
+export interface Form {
+  fields: Record<string, string | string[]>;
+  files: Record<string, Part[]>;
+}
+
 /** Form fields of a multipart body: repeated names (and `name[]`) collect into arrays. */
-export function formFields(parts: Part[]): { fields: Record<string, string | string[]>; files: Record<string, Part[]> } {
+export function formFields(parts: Part[]): Form {
   const fields: Record<string, string | string[]> = {};
   const files: Record<string, Part[]> = {};
   for (const p of parts) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { paginationQuery } from './pagination.ts';
 import type { RouteSpec } from './router.ts';
 
 const fieldError = z.object({
@@ -28,14 +29,16 @@ export function buildOpenApi(specs: readonly RouteSpec[]): Record<string, unknow
     if (spec.auth === 'required') op.security = [{ BearerAuth: [] }];
     else if (spec.auth === 'optional') op.security = [{ BearerAuth: [] }, {}];
     const params = [...spec.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-    if (spec.doc.query) {
-      const q = schemaOf(spec.doc.query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+    const query = spec.doc.query ?? declaredQuery(spec);
+    if (query) {
+      const q = schemaOf(query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, schema] of Object.entries(q.properties ?? {})) params.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema } as never);
     }
     if (params.length) op.parameters = params;
-    if (spec.doc.body) {
+    const body = spec.doc.body ?? spec.input?.body;
+    if (body) {
       const content: Record<string, unknown> = {};
-      const schema = schemaOf(spec.doc.body, 'input');
+      const schema = schemaOf(body, 'input');
       if (spec.body === 'multipart') content['multipart/form-data'] = { schema };
       else {
         content['application/json'] = { schema };
@@ -50,7 +53,7 @@ export function buildOpenApi(specs: readonly RouteSpec[]): Record<string, unknow
         : { description: r.description };
     }
     if (spec.auth !== 'none' && !responses['401']) responses['401'] = { description: 'Missing (bare, WWW-Authenticate: Bearer), invalid or expired API key', content: { 'application/json': { schema: schemaOf(errorBody, 'output') } } };
-    if (spec.doc.body && !responses['422']) responses['422'] = { description: 'Field-level validation errors', content: { 'application/json': { schema: schemaOf(z.array(fieldError), 'output') } } };
+    if (body && !responses['422']) responses['422'] = { description: 'Field-level validation errors', content: { 'application/json': { schema: schemaOf(z.array(fieldError), 'output') } } };
     op.responses = responses;
     (paths[spec.path] ??= {})[spec.method.toLowerCase()] = op;
   }
@@ -60,4 +63,11 @@ export function buildOpenApi(specs: readonly RouteSpec[]): Record<string, unknow
     components: { securitySchemes: { BearerAuth: { type: 'http', scheme: 'bearer' } } },
     paths,
   };
+}
+
+/** The query parameters a route declares: its filters, then the pagination parameters. */
+function declaredQuery(spec: RouteSpec): z.ZodType | undefined {
+  const { query, page } = spec.input ?? {};
+  if (query && page) return query.extend(paginationQuery.shape);
+  return query ?? (page ? paginationQuery : undefined);
 }

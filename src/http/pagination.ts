@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServiceError } from '../errors.ts';
 import type { CursorKey, Page, PageRequest } from '../store/paginate.ts';
-import { parse } from './validation.ts';
+import { parse } from '../validation.ts';
 
 /** Offsets at or past this many rows are refused (the spec's 100,000-row cap). */
 export const MAX_OFFSET = 100_000;

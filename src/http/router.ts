@@ -1,19 +1,42 @@
 import type { z } from 'zod';
 import type { Logger } from '../log.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { PageRequest } from '../store/paginate.ts';
+import type { Form } from './body.ts';
 import type { Reply } from './reply.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** Who is calling: the team of a valid API key. */
-export interface Principal {
-  teamId: string;
-  keyId: string;
-  betaAccess: boolean;
-}
+export type { Principal } from '../auth/principal.ts';
 
 export type BodyKind = 'none' | 'json' | 'json-or-msgpack' | 'multipart' | 'any';
 
-export interface RouteSpec {
+/**
+ * What a route takes, declared once: the HTTP layer parses each part before the handler runs
+ * (a failure is the 422 list at `path`, `query` or `body`) and the OpenAPI document is built
+ * from the same schemas. In order: `page` (the pagination parameters, `pageRequest`), `query`
+ * (the schema's own keys, first value of each), `params`, then `body` (an absent optional
+ * body is `{}`).
+ */
+export interface RouteInput {
+  body?: z.ZodType;
+  query?: z.ZodObject;
+  params?: z.ZodObject;
+  /** The route is paginated, by creation time or by number (`pageRequest`). */
+  page?: 'created' | 'number';
+}
+
+type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+/** The parsed, typed input of a route (`ctx.input`). */
+export interface Input<I extends RouteInput = RouteInput> {
+  body: Parsed<I['body']>;
+  query: Parsed<I['query']>;
+  params: Parsed<I['params']>;
+  page: I['page'] extends string ? PageRequest : undefined;
+}
+
+export interface RouteSpec<I extends RouteInput = RouteInput> {
   method: Method;
   /** Path with `{param}` segments, as in the OpenAPI document. */
   path: string;
@@ -23,9 +46,13 @@ export interface RouteSpec {
   /** The body may be absent (then `ctx.body` is undefined). */
   bodyOptional?: boolean;
   bodyLimit?: number;
+  /** Beta access required (403, `requireBeta`), checked after the body is read and before `input` is parsed. */
+  beta?: boolean;
   /** Error message for a bad key (the speech API says `Invalid Token`). */
   authMessages?: { invalid: string; expired: string };
-  /** For the OpenAPI document. */
+  /** Parsed before the handler runs; also the request side of the OpenAPI document. */
+  input?: I;
+  /** For the OpenAPI document (`body` and `query` only for routes that read their input themselves). */
   doc?: {
     summary: string;
     tags?: string[];
@@ -33,10 +60,10 @@ export interface RouteSpec {
     query?: z.ZodType;
     responses?: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
   };
-  handler: Handler;
+  handler(ctx: Ctx<I>): Promise<Result | void> | Result | void;
 }
 
-export interface Ctx {
+export interface Ctx<I extends RouteInput = RouteInput> {
   method: Method;
   path: string;
   route: string;
@@ -47,7 +74,14 @@ export interface Ctx {
   body: unknown;
   /** The raw body bytes, when there was a body. */
   rawBody?: Buffer;
+  /**
+   * A `multipart` route's form: its text fields and files (repeated names collect into
+   * arrays), parsed once, on first use (a malformed body → 400 then).
+   */
+  form(): Form;
   principal?: Principal;
+  /** The declared input, parsed (`RouteSpec.input`). */
+  input: Input<I>;
   requestId: string;
   ip: string;
   signal: AbortSignal;
@@ -65,7 +99,7 @@ export interface Result {
 /** The caller of a route with `auth: 'required'` (always set there). */
 export const who = (ctx: Ctx): Principal => ctx.principal!;
 
-export type Handler = (ctx: Ctx) => Promise<Result | void> | Result | void;
+export type Handler<I extends RouteInput = RouteInput> = RouteSpec<I>['handler'];
 
 interface Node {
   statics: Map<string, Node>;

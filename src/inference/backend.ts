@@ -174,7 +174,6 @@ interface Inbox {
   wake: (() => void) | null;
 }
 
-const noop = () => {};
 /** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */

@@ -17,12 +17,13 @@ import {
   type TranscribeConfigInput,
   type TranscriptionSession,
 } from './backend.ts';
+import { DEFAULT_BACKEND_ADDRESS, loadConfig } from '../config.ts';
 import { parseInferenceBackends, resolveModelId, type ModelKind, type Route } from './routing.ts';
 
 export interface InferenceConfig {
-  /** Address of the native backend (default routes). Default BACKEND_ADDRESS or 127.0.0.1:50051. */
+  /** Address of the native backend (default routes). Default: the configured BACKEND_ADDRESS, or 127.0.0.1:50051. */
   nativeAddress?: string;
-  /** The INFERENCE_BACKENDS value (default: process.env.INFERENCE_BACKENDS). */
+  /** The INFERENCE_BACKENDS value (default: the configured one, src/config.ts). */
   backends?: string;
   /** Routes given directly; they win over `backends`. */
   routes?: Record<string, Route>;
@@ -65,8 +66,9 @@ export interface InferenceClient {
 
 /** Creates the client. Backends are connected lazily, one channel per address. */
 export function createInferenceClient(config: InferenceConfig = {}): InferenceClient {
-  const nativeAddress = config.nativeAddress ?? process.env.BACKEND_ADDRESS ?? '127.0.0.1:50051';
-  const routes = config.routes ?? parseInferenceBackends(config.backends ?? process.env.INFERENCE_BACKENDS, nativeAddress);
+  const configured = config.nativeAddress === undefined || (config.backends === undefined && config.routes === undefined) ? loadConfig() : undefined;
+  const nativeAddress = config.nativeAddress ?? configured?.backendAddress ?? DEFAULT_BACKEND_ADDRESS;
+  const routes = config.routes ?? parseInferenceBackends(config.backends ?? configured?.inferenceBackends, nativeAddress);
   const backends = new Map<string, Backend>();
   const known = new Map<string, BackendHealth>();
   const get = (address: string) => {

@@ -8,6 +8,7 @@
  * `{"ready":true,"address":"127.0.0.1:PORT"}` on stdout once it listens, or
  * `{"ready":false,"error":"…"}` when it cannot (an address in use, an engine that fails).
  */
+import { inheritedEnvironment } from '../config.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -54,7 +55,7 @@ export interface NativeProcess {
 function startChild(address: string, o: NativeProcessOptions): { child: ChildProcess; ready: Promise<string> } {
   const child = spawn(process.execPath, ['--import', TSX, o.entry ?? SERVER], {
     env: {
-      ...process.env,
+      ...inheritedEnvironment(),
       ...o.env,
       BACKEND_ADDRESS: address,
       ...(o.engine ? { PARLEY_SPEECH_ENGINE: o.engine } : {}),

@@ -6,6 +6,7 @@
  */
 import { isIPv4 } from 'node:net';
 import { blockedHostName, classifyAddress, describeRange } from './address.ts';
+import { outboundAllowVariable } from '../config.ts';
 
 /**
  * `kind` on failure: `invalid` (unparsable, wrong scheme, credentials, no host) or `blocked`
@@ -24,7 +25,7 @@ export interface CheckOptions {
  * URL parser normalises them, so `LOCALHOST:3000` matches `http://localhost:3000/`.
  * An entry without an explicit port is ignored: the list opens single endpoints, not hosts.
  */
-export function parseAllowList(env: string | undefined = process.env.PARLEY_OUTBOUND_ALLOW): string[] {
+export function parseAllowList(env: string | undefined = outboundAllowVariable()): string[] {
   if (!env) return [];
   const out: string[] = [];
   for (const raw of env.split(',')) {

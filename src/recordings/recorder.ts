@@ -13,7 +13,7 @@ import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { WAV_HEADER_BYTES, wavHeader } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { finishRecordingTrack, insertRecordingTracks } from '../store/recordings.ts';
+import { finishRecordingTrack, insertRecordingTracks } from './store.ts';
 import type { S3Client } from './s3.ts';
 
 const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;

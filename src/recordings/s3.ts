@@ -7,44 +7,9 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 
-export interface S3Config {
-  /** `https://s3.eu-west-1.amazonaws.com`, `http://127.0.0.1:9000`, … (no path). */
-  endpoint: string;
-  bucket: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  /** Temporary credentials' token, sent as `x-amz-security-token`. */
-  sessionToken?: string;
-  /** Prefix of every object key (e.g. `recordings/`). */
-  prefix?: string;
-}
-
-/**
- * `PARLEY_RECORDINGS_S3_ENDPOINT`, `_BUCKET`, `_REGION` (default `us-east-1`),
- * `_ACCESS_KEY_ID`, `_SECRET_ACCESS_KEY`, `_SESSION_TOKEN`, `_PREFIX`. Null when no endpoint is
- * set; an endpoint without bucket or keys is a start-up error.
- */
-export function s3ConfigFromEnv(env: NodeJS.ProcessEnv): S3Config | null {
-  const endpoint = env.PARLEY_RECORDINGS_S3_ENDPOINT?.trim();
-  if (!endpoint) return null;
-  const bucket = env.PARLEY_RECORDINGS_S3_BUCKET?.trim();
-  const accessKeyId = env.PARLEY_RECORDINGS_S3_ACCESS_KEY_ID?.trim();
-  const secretAccessKey = env.PARLEY_RECORDINGS_S3_SECRET_ACCESS_KEY?.trim();
-  if (!bucket || !accessKeyId || !secretAccessKey)
-    throw new Error('PARLEY_RECORDINGS_S3_ENDPOINT needs PARLEY_RECORDINGS_S3_BUCKET, PARLEY_RECORDINGS_S3_ACCESS_KEY_ID and PARLEY_RECORDINGS_S3_SECRET_ACCESS_KEY');
-  const u = new URL(endpoint);
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('PARLEY_RECORDINGS_S3_ENDPOINT must be an http(s) URL');
-  return {
-    endpoint: u.origin,
-    bucket,
-    region: env.PARLEY_RECORDINGS_S3_REGION?.trim() || 'us-east-1',
-    accessKeyId,
-    secretAccessKey,
-    sessionToken: env.PARLEY_RECORDINGS_S3_SESSION_TOKEN?.trim() || undefined,
-    prefix: env.PARLEY_RECORDINGS_S3_PREFIX?.trim() || undefined,
-  };
-}
+import type { S3Config } from '../config.ts';
+// Configured with the rest of the configuration (src/config.ts).
+export { s3ConfigFromEnv, type S3Config } from '../config.ts';
 
 const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data, 'utf8').digest();

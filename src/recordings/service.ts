@@ -12,11 +12,11 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { getRecordingTrack, listRecordingTracks, type RecordingTrackRow } from '../store/recordings.ts';
-import { getSession } from '../store/sessions.ts';
+import { getRecordingTrack, listRecordingTracks, type RecordingTrackRow } from './store.ts';
+import { getSession } from '../sessions/store.ts';
 import { startRecorder, trackKey, type SessionRecorder, type TrackRole } from './recorder.ts';
 import { S3Client, type S3Config } from './s3.ts';
 

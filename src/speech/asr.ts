@@ -15,8 +15,6 @@ import { z } from 'zod';
 import { decodeAudio, int16ToPcmBytes, resampleAll } from '../audio/index.ts';
 import { ServiceError, toServiceError } from '../errors.ts';
 import { AudioEncoding } from '../gen/inference/v1/inference_pb.ts';
-import { isMsgpack, mediaType, parseMsgpack, parseMultipart, partText } from '../http/body.ts';
-import { parse } from '../http/validation.ts';
 import type { InferenceClient } from '../inference/index.ts';
 import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import type { Logger } from '../log.ts';
@@ -201,35 +199,6 @@ export const asrResponseSchema = z.object({
   language: z.string().nullable(),
   words: z.array(span).optional().meta({ description: 'Only with ignore_timestamps=false' }),
 });
-
-/** Reads the body of `POST /v1/asr`: multipart parts or a MessagePack map. */
-export function readAsrRequest(raw: Buffer | undefined, contentType: string | undefined): AsrRequest {
-  const type = mediaType(contentType);
-  let body: Record<string, unknown>;
-  if (type === 'multipart/form-data') {
-    if (!raw || raw.length === 0) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-    body = {};
-    for (const p of parseMultipart(raw, contentType!)) {
-      const name = p.name.endsWith('[]') ? p.name.slice(0, -2) : p.name;
-      if (name in body) continue; // the first of a repeated field wins
-      // The audio part is binary whether or not it names a file; other parts are text.
-      body[name] = name === 'audio' ? new Uint8Array(p.data) : partText(p);
-    }
-  } else if (isMsgpack(contentType)) {
-    if (!raw || raw.length === 0) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-    const v = parseMsgpack(raw);
-    if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Uint8Array) throw new ServiceError('bad_request', 'The MessagePack body must be a map');
-    body = { ...(v as Record<string, unknown>) };
-  } else {
-    // JSON with base64 audio included (docs/api/asr.md: rejected).
-    throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-  }
-  for (const [k, v] of Object.entries(body)) if (v === null || v === undefined) delete body[k];
-  if (typeof body.audio === 'string') throw new ServiceError('invalid', 'Input should be binary audio', { fields: [{ type: 'bytes_type', loc: ['body', 'audio'], msg: 'Input should be binary audio, not text', ctx: {} }] });
-  const req = parse(asrRequestSchema, body);
-  if (req.audio.byteLength > ASR_MAX_AUDIO_BYTES) throw new ServiceError('payload_too_large', `audio exceeds ${ASR_MAX_AUDIO_BYTES} bytes (20 MB)`);
-  return req;
-}
 
 const seconds = (ms: number) => Math.round(ms) / 1000;
 

@@ -4,7 +4,7 @@
  * socket, each compat synthesis), or a transcription (`POST /v1/asr` and the compat
  * transcriptions, which call the same services). N comes from the team's spend tier:
  * 5 below $100 paid, 15 from $100, 50 from $1,000 ("paid": the net of its credit grants,
- * `src/store/spend.ts`), or from `PARLEY_SPEECH_CONCURRENCY` for every team.
+ * `src/usage/store-spend.ts`), or from `PARLEY_SPEECH_CONCURRENCY` for every team.
  *
  * Slots live in the shared state (a counting semaphore; Redis holds it across nodes). Each
  * slot is a lease that this node renews while the request runs, so the slots of a node that
@@ -18,7 +18,7 @@ import { ServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SharedState } from '../state/index.ts';
 import type { Sql } from '../store/db.ts';
-import { paidMicros } from '../store/spend.ts';
+import { paidMicros } from '../usage/store-spend.ts';
 
 /** Spend tiers, highest first: paid micro-units at or above `minPaidMicros` allow `limit`. */
 export const SPEECH_TIERS: readonly { minPaidMicros: bigint; limit: number }[] = [
@@ -32,13 +32,8 @@ export function tierLimit(paid: bigint): number {
   return SPEECH_TIERS.find((t) => paid >= t.minPaidMicros)!.limit;
 }
 
-/** `PARLEY_SPEECH_CONCURRENCY`: unset or empty → undefined (tiers apply); else a positive integer. */
-export function parseSpeechConcurrency(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`PARLEY_SPEECH_CONCURRENCY must be a positive integer, got ${JSON.stringify(raw)}`);
-  return n;
-}
+/** Read with the rest of the configuration (src/config.ts). */
+export { parseSpeechConcurrency } from '../config.ts';
 
 /** One held slot. `release` is idempotent. */
 export interface SpeechSlot {

@@ -13,8 +13,7 @@
 import { z } from 'zod';
 import { checkFormat, defaultSampleRateHz, OPUS_BITRATE_AUTO, sniffFormat, type OutputFormat } from '../audio/index.ts';
 import { ServiceError } from '../errors.ts';
-import { MAX_BODY_DEPTH } from '../http/body.ts';
-import { parse } from '../http/validation.ts';
+import { MAX_BODY_DEPTH, parse } from '../validation.ts';
 import { AudioEncoding, LatencyMode } from '../gen/inference/v1/inference_pb.ts';
 import { SPEECH_MODEL_IDS, type SynthesizeInput } from '../inference/index.ts';
 
@@ -126,7 +125,7 @@ export function countChars(text: string): number {
   return n;
 }
 
-/** A stored voice as the voice-model service resolves it (src/speech/voices.ts). */
+/** A stored voice as the voice-model service resolves it (src/voices/service.ts). */
 export interface ResolvedVoice {
   referenceId: string;
   references: { audio: Uint8Array; text: string }[];

@@ -1,4 +1,5 @@
 /** Routes: `POST /v1/tts` and `POST /v1/tts/stream/with-timestamp`. */
+import { replySink } from '../http/sinks.ts';
 import type { HttpApp } from '../http/app.ts';
 import type { Ctx } from '../http/router.ts';
 import { ttsRequestSchema } from './request.ts';
@@ -11,7 +12,7 @@ export function mountTtsRoutes(http: HttpApp, tts: TtsService): void {
   const handle = (spanName: string, mode: 'audio' | 'sse') => async (ctx: Ctx) => {
     const caller = { teamId: ctx.principal!.teamId, requestId: ctx.requestId, traceparent: ctx.headers['traceparent'], signal: ctx.signal };
     const prepared = await tts.prepare(spanName, ctx.body, ctx.headers['model'], caller);
-    await tts.stream(prepared, caller, ctx.reply, mode);
+    await tts.stream(prepared, caller, replySink(ctx.reply, mode), mode);
   };
   http.route({
     method: 'POST',

@@ -6,11 +6,11 @@
 import { runSynthesis, type SynthesisOutcome } from '../../actors/synthesis.ts';
 import { createEncoder, pcmBytesToInt16, type AudioEncoder } from '../audio/index.ts';
 import { toServiceError } from '../errors.ts';
-import type { Authenticate } from '../http/app.ts';
-import type { Reply } from '../http/reply.ts';
+import type { Authenticate } from '../auth/principal.ts';
 import type { AudioChunk } from '../gen/inference/v1/inference_pb.ts';
 import type { InferenceClient, SynthesizeInput } from '../inference/index.ts';
 import type { Logger } from '../log.ts';
+import type { StreamSink } from '../sink.ts';
 import type { Sql } from '../store/db.ts';
 import type { RequestSpan, Tracing } from '../telemetry/tracing.ts';
 import { parseSynthesisRequest, toBackendRequest, type SynthesisRequest, type VoiceResolver } from './request.ts';
@@ -23,7 +23,7 @@ export interface TtsDeps {
   sql: Sql;
   log: Logger;
   tracing: Tracing;
-  /** Stored voices (src/speech/voices.ts `resolveVoice`, bound to the store). */
+  /** Stored voices (src/voices/service.ts `resolveVoice`, bound to the store). */
   resolveVoice: VoiceResolver;
   /** The platform's key check (for the live socket's upgrade). */
   authenticate: Authenticate;
@@ -74,7 +74,7 @@ export interface SynthesisPiece {
   contentType: string;
 }
 
-export const SPEECH_AUTH_MESSAGES = { invalid: 'Invalid Token', expired: 'Token expired' };
+export { SPEECH_AUTH_MESSAGES } from '../auth/principal.ts';
 
 export class TtsService {
   readonly stats: TtsStats = { active: 0, chunksReceived: 0, audioBytesReceived: 0, done: 0, cancelled: 0, failed: 0 };
@@ -187,41 +187,30 @@ export class TtsService {
   }
 
   /**
-   * Runs one HTTP synthesis, writing to `reply` with backpressure. Resolves when it ends;
-   * throws (for the HTTP layer) when it failed: before the first byte that becomes a JSON
-   * error, after it a destroyed response.
+   * Runs one streamed synthesis into `sink` with backpressure: audio bytes (`audio`), or
+   * alignment events (`sse`: a `message` event per chunk). Resolves when it ends; throws
+   * when it failed before the first byte (the caller answers an error) or, in audio mode,
+   * after it (the caller destroys the body); in event mode a failure after the first byte
+   * is an `error` event, then the stream ends.
    */
-  async stream(p: Prepared, caller: Caller, reply: Reply, mode: 'audio' | 'sse'): Promise<SynthesisOutcome> {
+  async stream(p: Prepared, caller: Caller, sink: StreamSink, mode: 'audio' | 'sse'): Promise<SynthesisOutcome> {
     const tracker = mode === 'sse' ? new AlignmentTracker(p.req.body.text, p.req.body.chunk_length) : null;
-    const begin = (contentType: string) => {
-      if (reply.started) return;
-      reply.begin(200, { 'Content-Type': mode === 'sse' ? 'text/event-stream' : contentType, 'Cache-Control': 'no-store', ...(mode === 'sse' ? { 'X-Accel-Buffering': 'no' } : {}) });
-    };
-    const send = (bytes: Uint8Array, chunk: AudioChunk | null): Promise<void> | undefined => {
-      if (tracker) {
-        const data = `event: message\ndata: ${JSON.stringify(tracker.event(chunk, bytes))}\n\n`;
-        const w = reply.write(data);
-        return reply.backpressured ? w : undefined;
-      }
-      if (bytes.length === 0) return undefined;
-      const w = reply.write(bytes);
-      return reply.backpressured ? w : undefined;
-    };
+    const send = (bytes: Uint8Array, chunk: AudioChunk | null): Promise<void> | undefined =>
+      tracker ? sink.event('message', tracker.event(chunk, bytes)) : sink.bytes(bytes);
     const end = async (tail: Uint8Array) => {
       if (tail.length || tracker) await send(tail, null);
-      reply.end();
+      sink.close();
     };
     try {
       return await this.synthesize(p, caller, ({ chunk, bytes, contentType }) => {
-        begin(contentType);
+        sink.open(contentType);
         return chunk ? send(bytes, chunk) : end(bytes);
       });
     } catch (err) {
       const e = toServiceError(err);
-      if (tracker && reply.started && !reply.aborted) {
-        // SSE: a failure mid-stream is an `error` event, then the stream ends.
-        await reply.write(`event: error\ndata: ${JSON.stringify({ status: e.status, message: e.message })}\n\n`);
-        reply.end();
+      if (tracker && sink.started && !sink.aborted) {
+        await sink.event('error', { status: e.status, message: e.message });
+        sink.close();
         return 'failed';
       }
       throw e;

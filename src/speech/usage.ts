@@ -11,9 +11,9 @@
 import { ServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { creditOf, insertUsage, type UsageKind, type UsageRow } from '../store/usage.ts';
+import { creditOf, insertUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
 
-export type { UsageKind } from '../store/usage.ts';
+export type { UsageKind } from '../usage/store.ts';
 
 const PRICE_MICROS: Record<UsageKind, Record<string, number>> = {
   tts_characters: { 's2.1-pro': 15, 's2.1-pro-free': 0, 's2-pro': 15, s1: 15 },

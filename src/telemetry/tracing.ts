@@ -13,11 +13,11 @@
  * Export: OTLP over HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific
  * variable) is set; tests add an in-memory exporter with `captureSpansForTests()`.
  */
+import { tracingFromEnv, type Env, type TracingConfig } from '../config.ts';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 const propagator = new W3CTraceContextPropagator();
 const getter = { get: (c: Record<string, string>, k: string) => c[k], keys: (c: Record<string, string>) => Object.keys(c) };
@@ -51,7 +51,10 @@ export interface Tracing {
 }
 
 export interface TracingOptions {
-  env?: NodeJS.ProcessEnv;
+  /** Where spans go and the service name (`Config.tracing`); unset: not exported, `parley`. */
+  config?: Partial<TracingConfig>;
+  /** Read the `OTEL_*` variables from these instead (tests: `{}`). */
+  env?: Env;
   serviceName?: string;
   /** Extra processors (tests). */
   processors?: SpanProcessor[];
@@ -65,16 +68,12 @@ export function traceparentOf(ctx: Context): string {
 }
 
 export function startTracing(opts: TracingOptions = {}): Tracing {
-  const env = opts.env ?? process.env;
+  const cfg = opts.env ? tracingFromEnv(opts.env) : (opts.config ?? {});
   const processors: SpanProcessor[] = [...(opts.processors ?? [])];
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (endpoint) {
-    const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${endpoint.replace(/\/+$/, '')}/v1/traces`;
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url })));
-  }
+  if (cfg.tracesUrl) processors.push(new BatchSpanProcessor(new LazyOtlpExporter(cfg.tracesUrl)));
   if (testExporter) processors.push(new SimpleSpanProcessor(testExporter));
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': opts.serviceName ?? env.OTEL_SERVICE_NAME ?? 'parley' }),
+    resource: resourceFromAttributes({ 'service.name': opts.serviceName ?? cfg.serviceName ?? 'parley' }),
     spanProcessors: processors,
   });
   const tracer = provider.getTracer('parley');
@@ -106,4 +105,25 @@ export function startTracing(opts: TracingOptions = {}): Tracing {
     },
     shutdown: () => provider.shutdown(),
   };
+}
+
+/**
+ * The OTLP/HTTP exporter, imported when the first batch leaves: only a platform with an
+ * endpoint configured loads it (it adds ~0.1 s to every start otherwise).
+ */
+class LazyOtlpExporter implements SpanExporter {
+  private readonly exporter: Promise<SpanExporter>;
+  constructor(url: string) {
+    this.exporter = import('@opentelemetry/exporter-trace-otlp-http').then((m) => new m.OTLPTraceExporter({ url }));
+    this.exporter.catch(() => {}); // reported by export()
+  }
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.exporter.then((e) => e.export(spans, done), (error: Error) => done({ code: ExportResultCode.FAILED, error }));
+  }
+  async shutdown(): Promise<void> {
+    await (await this.exporter.catch(() => undefined))?.shutdown();
+  }
+  async forceFlush(): Promise<void> {
+    await (await this.exporter.catch(() => undefined))?.forceFlush?.();
+  }
 }

@@ -9,7 +9,7 @@
  * same view of a call whose media is in a LiveKit room (the agent participant is its client).
  */
 import { SESSION_SAMPLE_RATE_HZ, type AgentState } from '../../actors/types.ts';
-import type { ClientLink, LiveSession, SessionMessage } from '../agent/runtime.ts';
+import type { ClientLink, LiveSession, SessionMessage } from '../sessions/runtime.ts';
 import type { ServerMessage } from '../../actors/types.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16 } from '../audio/index.ts';
 import type { Logger } from '../log.ts';

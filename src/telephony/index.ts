@@ -22,12 +22,3 @@ export class Carriers {
     return [...this.byProvider.keys()];
   }
 }
-
-/**
- * The carriers a running platform built, by its HTTP app (as `runtimes` does for the session
- * runtime): how tests and the CLI reach the sandbox carrier's failure switches.
- */
-export const telephonyOf = new WeakMap<
-  object,
-  { sandbox: import('./sandbox.ts').SandboxCarrier; livekitSip?: import('./livekit-sip.ts').LivekitSipCarrier; livekitAgents?: import('../transport/livekit-agent.ts').LivekitAgents }
->();

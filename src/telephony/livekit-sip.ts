@@ -18,6 +18,7 @@
  *   (`participant_joined` of a SIP participant): `inboundFromParticipant` turns one into an
  *   `InboundCall`.
  */
+import { sipOutboundTrunkId, type Env } from '../config.ts';
 import { RoomServiceClient, SipClient, type CreateSipDispatchRuleOptions, type CreateSipInboundTrunkOptions, type CreateSipParticipantOptions, type SipDispatchRuleIndividual, type TransferSipParticipantOptions } from 'livekit-server-sdk';
 import type { Logger } from '../log.ts';
 import { callerIdentity } from '../transport/livekit.ts';
@@ -42,8 +43,8 @@ export interface LivekitSipConfig {
 }
 
 /** The SIP settings from the environment when LiveKit is configured. */
-export function livekitSipFromEnv(env: NodeJS.ProcessEnv, lk: { url: string; apiKey: string; apiSecret: string }): LivekitSipConfig {
-  return { ...lk, outboundTrunkId: env.LIVEKIT_SIP_OUTBOUND_TRUNK_ID?.trim() || null };
+export function livekitSipFromEnv(env: Env, lk: { url: string; apiKey: string; apiSecret: string }): LivekitSipConfig {
+  return { ...lk, outboundTrunkId: sipOutboundTrunkId(env) };
 }
 
 /** Rooms of inbound calls start with this; the dispatch rule adds a unique suffix per call. */

@@ -10,8 +10,8 @@
  * with 4401, a bad query with 4400.
  */
 import type uws from 'uWebSockets.js';
+import type { Principal } from '../auth/principal.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
-import type { Principal } from '../http/router.ts';
 import type { Logger } from '../log.ts';
 import type { PhoneCommand, PhoneSocket, SandboxCalls, SandboxPhone } from './sandbox-calls.ts';
 import { guardFrames } from '../http/ws-frames.ts';

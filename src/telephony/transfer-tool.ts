@@ -17,7 +17,7 @@
  */
 import type { SessionBackend, SessionTool, ToolOutcome } from '../../actors/types.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
-import type { TransferDestination } from '../agent/config/index.ts';
+import type { TransferDestination } from '../agent-config/index.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16 } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
 import type { CallParty } from './call-link.ts';
@@ -25,7 +25,8 @@ import { CarrierRefused, type CallControl, type CallLeg, type Handoff } from './
 
 export const TRANSFER_TOOL_NAME = 'transfer_call';
 /** How long the destination may ring (cold handoff and warm consult leg). */
-export const TRANSFER_RING_TIMEOUT_MS = 30_000;
+export { TRANSFER_RING_TIMEOUT_MS } from '../config.ts';
+import { TRANSFER_RING_TIMEOUT_MS } from '../config.ts';
 /** How long `confirm` waits for the human's answer after the briefing. */
 export const TRANSFER_CONFIRM_TIMEOUT_MS = 20_000;
 /** The session's end reason after a cold handoff or a warm merge. */

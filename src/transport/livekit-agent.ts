@@ -25,8 +25,8 @@
 import { AccessToken } from 'livekit-server-sdk';
 import type { ClientEvent } from '../../actors/session.ts';
 import { SESSION_SAMPLE_RATE_HZ, type ServerMessage } from '../../actors/types.ts';
-import type { ClientLink, LiveSession, SessionMessage, SessionRuntime } from '../agent/runtime.ts';
-import { ConnectRefused } from '../agent/runtime.ts';
+import type { ClientLink, LiveSession, SessionMessage, SessionRuntime } from '../sessions/runtime.ts';
+import { ConnectRefused } from '../sessions/runtime.ts';
 import { createResampler, int16ToPcmBytes, pcmBytesToInt16, type Resampler } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
 import { callerIdentity, livekitMinter, roomName, type LivekitConfig } from './livekit.ts';

@@ -15,7 +15,7 @@ import type { ClientEvent } from '../../actors/session.ts';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
-import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../agent/runtime.ts';
+import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
 import { guardFrames } from '../http/ws-frames.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';

@@ -1,11 +1,9 @@
 import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
-import { pageBody, pageRequest, pageSchema, paginationQuery } from '../http/pagination.ts';
+import { pageBody, pageSchema } from '../http/pagination.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
 import { ledgerEntry, ledgerQuery, teamEntity, toLedgerEntry, usageQuery, usageReport, type UsageService } from './service.ts';
 
-const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));
 
 /** GET /v1/team, /v1/usage, /v1/usage/ledger: the caller's team, its usage and its credit ledger. */
 export function mountUsageRoutes(http: HttpApp, usage: UsageService): void {
@@ -16,17 +14,13 @@ export function mountUsageRoutes(http: HttpApp, usage: UsageService): void {
     handler: async (ctx) => ({ status: 200, body: await usage.team(who(ctx)) }),
   });
   http.route({
-    method: 'GET', path: '/v1/usage', auth: 'required',
-    doc: { summary: 'Usage and its cost per UTC day and kind (speech characters and seconds, session and transfer minutes, phone-number days)', tags, query: usageQuery, responses: { 200: { description: 'Usage over the range', schema: usageReport } } },
-    handler: async (ctx) => ({ status: 200, body: await usage.usage(who(ctx), parse(usageQuery, pick(ctx.query, ['from', 'to']), 'query')) }),
+    method: 'GET', path: '/v1/usage', auth: 'required', input: { query: usageQuery },
+    doc: { summary: 'Usage and its cost per UTC day and kind (speech characters and seconds, session and transfer minutes, phone-number days)', tags, responses: { 200: { description: 'Usage over the range', schema: usageReport } } },
+    handler: async (ctx) => ({ status: 200, body: await usage.usage(who(ctx), ctx.input.query) }),
   });
   http.route({
-    method: 'GET', path: '/v1/usage/ledger', auth: 'required',
-    doc: { summary: 'The credit ledger: every grant, charge, hold and refund, newest first, with the balance after each', tags, query: ledgerQuery.extend(paginationQuery.shape), responses: { 200: { description: 'A page of entries', schema: pageSchema('entries', ledgerEntry) } } },
-    handler: async (ctx) => {
-      const { req } = pageRequest(ctx.query, 'number');
-      const q = parse(ledgerQuery, pick(ctx.query, ['reason', 'created_after', 'created_before']), 'query');
-      return { status: 200, body: pageBody('entries', await usage.ledger(who(ctx), q, req), toLedgerEntry) };
-    },
+    method: 'GET', path: '/v1/usage/ledger', auth: 'required', input: { query: ledgerQuery, page: 'number' },
+    doc: { summary: 'The credit ledger: every grant, charge, hold and refund, newest first, with the balance after each', tags, responses: { 200: { description: 'A page of entries', schema: pageSchema('entries', ledgerEntry) } } },
+    handler: async (ctx) => ({ status: 200, body: pageBody('entries', await usage.ledger(who(ctx), ctx.input.query, ctx.input.page), toLedgerEntry) }),
   });
 }

@@ -5,12 +5,12 @@
  */
 import { z } from 'zod';
 import { ServiceError } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
-import { listLedger, usageByDay, type LedgerRow, type UsageKindRow } from '../store/billing.ts';
+import type { Principal } from '../auth/principal.ts';
+import { listLedger, usageByDay, type LedgerRow, type UsageKindRow } from './store-billing.ts';
 import type { Sql } from '../store/db.ts';
 import type { PageRequest } from '../store/paginate.ts';
-import { paidMicros } from '../store/spend.ts';
-import { getTeam } from '../store/teams.ts';
+import { paidMicros } from './store-spend.ts';
+import { getTeam } from '../auth/store-teams.ts';
 
 export const USAGE_KINDS = ['tts_characters', 'asr_seconds', 'voice_designs', 'session_minutes', 'transfer_minutes', 'phone_number_days'] as const satisfies readonly UsageKindRow[];
 /** The unit of each kind's `amount`. */

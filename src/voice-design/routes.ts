@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
+import { parse } from '../validation.ts';
 import { SPEECH_AUTH_MESSAGES } from '../speech/asr-routes.ts';
 import { checkModelHeader, voiceDesignBody, voiceDesignResponse, type VoiceDesignService } from './service.ts';
 

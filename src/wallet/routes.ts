@@ -1,22 +1,20 @@
 import type { HttpApp } from '../http/app.ts';
 import { errorBody } from '../http/openapi.ts';
 import { who } from '../http/router.ts';
-import { parse } from '../http/validation.ts';
 import { SPEECH_AUTH_MESSAGES } from '../speech/asr-routes.ts';
 import { apiCreditEntity, apiCreditQuery, packageEntity, type WalletService } from './service.ts';
 
-const pick = (q: URLSearchParams, keys: string[]) => Object.fromEntries(keys.filter((k) => q.has(k)).map((k) => [k, q.get(k)]));
 
 /** GET /wallet/{user_id}/api-credit and /wallet/{user_id}/package: the caller's team's wallet. */
 export function mountWalletRoutes(http: HttpApp, wallet: WalletService): void {
   const tags = ['Wallet'];
   const notFound = { description: "user_id (or team_id) is neither self nor the caller's team", schema: errorBody };
   http.route({
-    method: 'GET', path: '/wallet/{user_id}/api-credit', auth: 'required', authMessages: SPEECH_AUTH_MESSAGES,
-    doc: { summary: "The team's API credit (user_id: self or the team id)", tags, query: apiCreditQuery, responses: { 200: { description: 'The wallet', schema: apiCreditEntity }, 404: notFound } },
+    method: 'GET', path: '/wallet/{user_id}/api-credit', auth: 'required', authMessages: SPEECH_AUTH_MESSAGES, input: { query: apiCreditQuery },
+    doc: { summary: "The team's API credit (user_id: self or the team id)", tags, responses: { 200: { description: 'The wallet', schema: apiCreditEntity }, 404: notFound } },
     handler: async (ctx) => ({
       status: 200,
-      body: await wallet.apiCredit(who(ctx), ctx.params.user_id!, parse(apiCreditQuery, pick(ctx.query, ['check_free_credit', 'team_id']), 'query')),
+      body: await wallet.apiCredit(who(ctx), ctx.params.user_id!, ctx.input.query),
     }),
   });
   http.route({

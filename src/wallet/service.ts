@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ServiceError } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { walletOf, type WalletRow } from './store.ts';
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { ServiceError, notFound } from '../errors.ts';
-import type { Principal } from '../http/router.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
-import { getSession } from '../store/sessions.ts';
-import { listSessionDeliveries, redeliver, type DeliveryRow } from '../store/webhooks.ts';
+import { getSession } from '../sessions/store.ts';
+import { listSessionDeliveries, redeliver, type DeliveryRow } from './store.ts';
 
 /** One entry of a session's delivery log: one endpoint × one event. */
 export const webhookDelivery = z.object({

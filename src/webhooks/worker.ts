@@ -17,7 +17,7 @@ import type { SecretBox } from '../crypto/secrets.ts';
 import type { Logger } from '../log.ts';
 import { outboundFetch, OutboundError, type Resolver } from '../net/index.ts';
 import type { Sql } from '../store/db.ts';
-import { claimDueDeliveries, recordAttempt, type AttemptOutcome, type DeliveryRow } from '../store/webhooks.ts';
+import { claimDueDeliveries, recordAttempt, type AttemptOutcome, type DeliveryRow } from './store.ts';
 import { SIGNATURE_HEADER, signatureHeader } from './sign.ts';
 import { LeasePoller } from '../jobs/lease-poller.ts';
 

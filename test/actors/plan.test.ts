@@ -1,7 +1,7 @@
 import t from 'tap';
-import { createDefaultDraft } from '../../src/agent/config/index.ts';
-import { buildPlan } from '../../src/agent/runtime.ts';
-import type { SessionRow } from '../../src/store/sessions.ts';
+import { createDefaultDraft } from '../../src/agent-config/index.ts';
+import { buildPlan } from '../../src/sessions/runtime.ts';
+import type { SessionRow } from '../../src/sessions/store.ts';
 
 const row = (over: Partial<SessionRow> = {}): SessionRow => ({
   id: 'sess_1', team_id: 't', agent_id: 'a', agent_name: 'A', version_number: 1, config_hash: 'h', name: null, source: 'api_key',

@@ -1,7 +1,7 @@
 // The text-only run of agent tests: each turn has a time limit; a turn that does not finish
 // stops the run with an error (and the model call is cancelled).
 import t from 'tap';
-import { runTextConversation, TEST_TURN_TIMEOUT_MS } from '../../src/agent/agent-tests-runner.ts';
+import { runTextConversation, TEST_TURN_TIMEOUT_MS } from '../../src/agent-tests/runner.ts';
 import type { SessionPlan } from '../../actors/types.ts';
 import { hangingChat } from '../fixtures/hanging-chat.ts';
 import { createFakeBackend } from '../fixtures/session-backend.ts';

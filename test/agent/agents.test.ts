@@ -1,5 +1,5 @@
 import t from 'tap';
-import { setBetaAccess } from '../../src/store/teams.ts';
+import { setBetaAccess } from '../../src/auth/store-teams.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const app = await startTestServer();

@@ -185,7 +185,7 @@ t.test('every response above matched its documented schema', async (t) => {
 });
 
 t.test('publish pins the attached tools as they were and the knowledge revisions in use', async (t) => {
-  const { getVersion } = await import('../../src/store/drafts.ts');
+  const { getVersion } = await import('../../src/drafts/store.ts');
   const id = await newAgent('pinning');
   const tool = await app.req('POST', '/v1/agent/tools', { tool_type: 'webhook', name: 'Lookup', description: 'finds orders', arguments: [{ name: 'order', description: 'id' }], url: 'https://example.com/orders/{{order}}' });
   t.equal(tool.status, 201);

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { z } from 'zod';
-import { KNOWLEDGE_MAX_BYTES, chunkText, knowledgeEntity, knowledgeSummary } from '../../src/agent/knowledge.ts';
-import { publishDraft, updateDraft } from '../../src/store/drafts.ts';
-import { currentKnowledgeRevisions, knowledgeRevisionContent, knowledgeSourceIdsOf, searchKnowledge } from '../../src/store/knowledge.ts';
+import { KNOWLEDGE_MAX_BYTES, chunkText, knowledgeEntity, knowledgeSummary } from '../../src/knowledge/service.ts';
+import { publishDraft, updateDraft } from '../../src/drafts/store.ts';
+import { currentKnowledgeRevisions, knowledgeRevisionContent, knowledgeSourceIdsOf, searchKnowledge } from '../../src/knowledge/store.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const app = await startTestServer();

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { PhoneRentalJob } from '../../src/jobs/phone-rental.ts';
+import { PhoneRentalJob } from '../../src/phone-numbers/rental-job.ts';
 import { createLogger } from '../../src/log.ts';
-import { insertPurchase } from '../../src/store/phone-numbers.ts';
-import { grantCredit } from '../../src/store/teams.ts';
+import { insertPurchase } from '../../src/phone-numbers/store.ts';
+import { grantCredit } from '../../src/auth/store-teams.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { creditOf, ledgerOf, ledgerSum, sandboxNumber } from '../telephony/helpers.ts';
 

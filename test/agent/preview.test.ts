@@ -2,7 +2,6 @@
 // a session of the draft frozen at creation, capped at min(600 s, max_duration_seconds), never
 // listed, no webhooks, no stored transcript, analysis readable only through the preview read.
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { connect, sleep, useTestClock } from '../e2e/session-helpers.ts';
@@ -82,7 +81,7 @@ t.test('preview length: capped at 600 s or the configured duration, whichever is
 });
 
 t.test('a preview of a 1200 s draft ends at 600 s in the runtime (test clock)', async (t) => {
-  const runtime = runtimes.get(app.http)!;
+  const runtime = app.runtime;
   const clock = useTestClock(t, app);
   const agentId = await makeAgent(app, { config: { ...fixed('Hi.'), conversation: { max_duration_seconds: 1200 } }, publish: false });
   const created = await preview(agentId);

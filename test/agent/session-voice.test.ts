@@ -1,8 +1,8 @@
-// A session's stored voice is looked up as the session starts (src/agent/runtime.ts
+// A session's stored voice is looked up as the session starts (src/sessions/runtime.ts
 // `inferenceBackend`), not on its first turn's path: the store answering later than the model
 // held that turn's first audio (bench/README.md, sixth pass).
 import t from 'tap';
-import { inferenceBackend } from '../../src/agent/runtime.ts';
+import { inferenceBackend } from '../../src/sessions/runtime.ts';
 import type { InferenceClient, SynthesizeInput } from '../../src/inference/index.ts';
 
 /** Stands in for the gRPC client (what this test is about is when the voice is asked for). */

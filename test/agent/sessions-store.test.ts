@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
-import { appendSessionItems, getSessionRuntime, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds } from '../../src/store/sessions.ts';
+import { appendSessionItems, getSessionRuntime, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds } from '../../src/sessions/store.ts';
 import { PRICE, anon, credit, makeAgent } from './sessions-helpers.ts';
 
 /** The store functions the session runtime calls (docs/sessions-contract.md). */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { localDate, promptVariables, renderTemplate, resolveTimezone, splitSecretVariables, systemVariables, worldContext } from '../../src/agent/variables.ts';
+import { localDate, promptVariables, renderTemplate, resolveTimezone, splitSecretVariables, systemVariables, worldContext } from '../../src/sessions/variables.ts';
 
 t.test('renderTemplate: {{name}} and {{system.name}}; unmatched placeholders stay literal', async (t) => {
   const vars = { customer: 'Ada', visits: 3, vip: true, 'system.timezone': 'Europe/Paris' };

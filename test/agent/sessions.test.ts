@@ -2,7 +2,7 @@ import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 import { PRICE, anon, credit, makeAgent } from './sessions-helpers.ts';
-import { openSecretVariables } from '../../src/agent/sessions.ts';
+import { openSecretVariables } from '../../src/sessions/service.ts';
 
 // Generous public windows here: the rate limits have their own file (sessions-rate-limit.test.ts).
 const app = await startTestServer({ config: { publicRatePerIp: 1000, publicRatePerAgent: 1000 } });
@@ -359,7 +359,7 @@ t.test('end: 204, a pending session is ended, its token deleted, the hold refund
 });
 
 t.test('end: an active session is left to the node holding it, which session-control reaches', async (t) => {
-  const { markSessionActive } = await import('../../src/store/sessions.ts');
+  const { markSessionActive } = await import('../../src/sessions/store.ts');
   const agent = await makeAgent(app);
   const s = (await create({ agent_id: agent })).body;
   await markSessionActive(app.db.sql, s.session_id, 'node-x');
@@ -395,7 +395,7 @@ t.test('end and list need an API key', async (t) => {
 });
 
 t.test('detail: items (transcript, tool calls) in order, analysis null, ended reason and metrics', async (t) => {
-  const { appendSessionItems, markSessionActive, markSessionEnded } = await import('../../src/store/sessions.ts');
+  const { appendSessionItems, markSessionActive, markSessionEnded } = await import('../../src/sessions/store.ts');
   const agent = await makeAgent(app);
   const s = (await create({ agent_id: agent })).body;
   await markSessionActive(app.db.sql, s.session_id, 'node-a');
@@ -488,7 +488,7 @@ t.test('API-key creations are never rate limited', async (t) => {
 });
 
 t.test('503: Session capacity reached on this node', async (t) => {
-  const { SessionService } = await import('../../src/agent/sessions.ts');
+  const { SessionService } = await import('../../src/sessions/service.ts');
   const full = new SessionService({ sql: app.db.sql, state: app.state, box: app.box, pricePerMinuteMicros: PRICE, publicRatePerAgent: 60, publicRatePerIp: 10, hasCapacity: () => false });
   const agent = await makeAgent(app);
   const before = await credit(app, app.teamId);
@@ -498,7 +498,7 @@ t.test('503: Session capacity reached on this node', async (t) => {
 });
 
 t.test('livekit transport: livekit_url and the minted token when LiveKit is configured', async (t) => {
-  const { SessionService } = await import('../../src/agent/sessions.ts');
+  const { SessionService } = await import('../../src/sessions/service.ts');
   const svc = new SessionService({
     sql: app.db.sql, state: app.state, box: app.box, pricePerMinuteMicros: PRICE, publicRatePerAgent: 60, publicRatePerIp: 10, hasCapacity: () => true,
     livekitUrl: 'wss://lk.example.test',

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ToolTestService } from '../../src/agent/tool-test.ts';
+import { ToolTestService } from '../../src/tools/test-service.ts';
 import { OutboundError } from '../../src/net/index.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 import { startTestServer } from '../helpers/server.ts';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { z } from 'zod';
-import { ToolService, toolEntity, toolSummary } from '../../src/agent/tools.ts';
-import { publishDraft, updateDraft } from '../../src/store/drafts.ts';
+import { ToolService, toolEntity, toolSummary } from '../../src/tools/service.ts';
+import { publishDraft, updateDraft } from '../../src/drafts/store.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const app = await startTestServer();

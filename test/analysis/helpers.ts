@@ -1,5 +1,5 @@
 import type { Platform } from '../../src/platform.ts';
-import { appendSessionItems, markSessionActive, markSessionEnded } from '../../src/store/sessions.ts';
+import { appendSessionItems, markSessionActive, markSessionEnded } from '../../src/sessions/store.ts';
 import { startDurablePlatform, testKey, type DurablePlatform } from '../webhooks/helpers.ts';
 
 export { testKey };

@@ -9,7 +9,7 @@ import { int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { redeemSingleUseToken, issueSingleUseToken, SINGLE_USE_TOKEN_TTL_MS } from '../../src/compat/elevenlabs/tokens.ts';
 import { createKey } from '../../src/auth/keys.ts';
 import { createSharedState } from '../../src/state/index.ts';
-import { revokeKey } from '../../src/store/keys.ts';
+import { revokeKey } from '../../src/auth/store-keys.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { heard } from '../speech/tts-helpers.ts';
 import { audioOf, connect, open } from './elevenlabs-ws-helpers.ts';

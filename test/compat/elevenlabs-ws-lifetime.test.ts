@@ -12,7 +12,7 @@ import { HttpApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log.ts';
 import { AsrService } from '../../src/speech/asr.ts';
 import { TtsService } from '../../src/speech/tts.ts';
-import { resolveVoice } from '../../src/speech/voices.ts';
+import { resolveVoice } from '../../src/voices/service.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
 import { startTracing } from '../../src/telemetry/tracing.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { ChunkMapper, customLlmGenerate, holdLine, apologyLine, SseParser, toOpenAiMessages, LLM_MAX_CONSECUTIVE_FAILURES } from '../../src/agent/custom-llm.ts';
+import { ChunkMapper, customLlmGenerate, holdLine, apologyLine, SseParser, toOpenAiMessages, LLM_MAX_CONSECUTIVE_FAILURES } from '../../src/sessions/custom-llm.ts';
 import { createSecretBox } from '../../src/crypto/secrets.ts';
 import type { LlmEvent } from '../../actors/types.ts';
 import { chunk, llmServer, reply, sse, status } from './llm-server.ts';

@@ -5,7 +5,7 @@
  * third consecutive failure ends the session with `llm_endpoint_failure`.
  */
 import t from 'tap';
-import { holdLine, apologyLine } from '../../src/agent/custom-llm.ts';
+import { holdLine, apologyLine } from '../../src/sessions/custom-llm.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { agentWith, connect, createSession, sleep } from '../e2e/session-helpers.ts';
 import { chunk, llmServer, reply, sse, status } from './llm-server.ts';

@@ -1,7 +1,6 @@
 /** Helpers for end-to-end session tests: a caller that speaks synthetic audio and hears the agent. */
 import WebSocket from 'ws';
 import { TestClock } from '../../actors/clock.ts';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts';
 import { start, type Conversation, type StartOptions, type Transcript } from '../../src/client/index.ts';
 import type { TestServer } from '../helpers/server.ts';
@@ -114,7 +113,7 @@ export function rawSocket(url: string) {
  * until the test ends; sessions started after the call use it.
  */
 export function useTestClock(t: { teardown(fn: () => unknown): void }, app: TestServer): TestClock {
-  const runtime = runtimes.get(app.http)!;
+  const runtime = app.runtime;
   const clock = new TestClock({ realtime: true });
   const real = runtime.clock;
   runtime.clock = clock;

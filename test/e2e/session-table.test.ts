@@ -1,7 +1,7 @@
 // docs/api/sessions.md, "States": the rows and conditions the other end-to-end
 // files do not already show (docs/spec-coverage.md, "Session state table", maps every row).
 import t from 'tap';
-import { RECONNECT_GRACE_MS } from '../../src/agent/runtime.ts';
+import { RECONNECT_GRACE_MS } from '../../src/sessions/runtime.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep, useTestClock } from './session-helpers.ts';
 

@@ -1,6 +1,5 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { start, ClientError } from '../../src/client/index.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { agentWith, connect, createSession, rawSocket, sessionRecord, sleep, useTestClock } from './session-helpers.ts';
@@ -48,7 +47,7 @@ t.test('hang_up_call ends the session', async (t) => {
 });
 
 t.test('max_duration_seconds ends the session (test clock)', async (t) => {
-  const runtime = runtimes.get(app.http)!;
+  const runtime = app.runtime;
   const clock = useTestClock(t, app);
   const agent = await agentWith(app, { prompt: { first_message_mode: 'fixed', first_message: 'Hi.' }, conversation: { max_duration_seconds: 60 } });
   const session = await createSession(app, agent);

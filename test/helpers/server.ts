@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../src/auth/keys.ts';
-import type { Config } from '../../src/config.ts';
+import type { ConfigOverrides } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
-import { createTeam } from '../../src/store/teams.ts';
+import { createTeam } from '../../src/auth/store-teams.ts';
 import { startBackend, type Backend as NativeBackend, type BackendOptions } from '../../native/server.ts';
 
 export interface TestServer extends Platform {
@@ -23,7 +23,7 @@ export interface TestServer extends Platform {
  * a fresh schema on DATABASE_URL when set; a key prefix of its own on REDIS_URL when set.
  */
 export async function startTestServer(
-  opts: { config?: Partial<Config>; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string; log?: Logger } = {},
+  opts: { config?: ConfigOverrides; embedded?: boolean; backend?: 'synthetic' | 'espeak'; backendOptions?: Omit<BackendOptions, 'address' | 'engine'>; webDir?: string; log?: Logger } = {},
 ): Promise<TestServer> {
   // A real native backend over real gRPC on a free loopback port, in this process.
   const backend = opts.backend ? await startBackend({ address: '127.0.0.1:0', engine: opts.backend, ...opts.backendOptions }) : undefined;

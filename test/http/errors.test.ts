@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createKey } from '../../src/auth/keys.ts';
-import { revokeKey } from '../../src/store/keys.ts';
+import { revokeKey } from '../../src/auth/store-keys.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const app = await startTestServer();

@@ -5,10 +5,10 @@
  * no other node (after an outage of the database every node needs time to beat again).
  */
 import t from 'tap';
-import { NodeReaper } from '../../src/jobs/node-reaper.ts';
+import { NodeReaper } from '../../src/sessions/node-reaper.ts';
 import { createLogger } from '../../src/log.ts';
-import { beat } from '../../src/store/nodes.ts';
-import { markSessionActive } from '../../src/store/sessions.ts';
+import { beat } from '../../src/sessions/store-nodes.ts';
+import { markSessionActive } from '../../src/sessions/store.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { createSession, sleep } from '../e2e/session-helpers.ts';
 import { agentWith } from '../e2e/session-helpers.ts';

@@ -1,9 +1,9 @@
 // Knowledge in conversations (docs/api/knowledge.md): each turn searches the version's pinned passages with
 // the caller's latest text and gives the best ones to the model within a token budget.
 import t from 'tap';
-import { fitBudget, knowledgeRetriever, KNOWLEDGE_SEARCH_TIMEOUT_MS, KNOWLEDGE_TOKEN_BUDGET } from '../../src/agent/knowledge-retrieval.ts';
-import type { StoredDraft } from '../../src/agent/config/index.ts';
-import { countPromptTokens } from '../../src/agent/config/index.ts';
+import { fitBudget, knowledgeRetriever, KNOWLEDGE_SEARCH_TIMEOUT_MS, KNOWLEDGE_TOKEN_BUDGET } from '../../src/knowledge/retrieval.ts';
+import type { StoredDraft } from '../../src/agent-config/index.ts';
+import { countPromptTokens } from '../../src/agent-config/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { agentWith, connect, createSession } from '../e2e/session-helpers.ts';
 

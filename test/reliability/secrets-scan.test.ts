@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger } from '../../src/log.ts';
 import { randomSchema, startPlatform } from '../../src/platform.ts';
-import { markSessionActive, markSessionEnded } from '../../src/store/sessions.ts';
+import { markSessionActive, markSessionEnded } from '../../src/sessions/store.ts';
 import { allowWrites, startReceiver } from '../webhooks/helpers.ts';
 
 const mark = (name: string) => `${name}_${randomBytes(12).toString('hex')}`;

@@ -3,7 +3,7 @@
 // no other test names (docs/spec-coverage.md lists where every other row is asserted).
 import t from 'tap';
 import { LatencyMode, type SynthesizeRequest } from '../../src/gen/inference/v1/inference_pb.ts';
-import { listUsage, type UsageRow } from '../../src/store/usage.ts';
+import { listUsage, type UsageRow } from '../../src/usage/store.ts';
 import { captureSpansForTests } from '../../src/telemetry/tracing.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { heard, MAGIC } from '../speech/tts-helpers.ts';

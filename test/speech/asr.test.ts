@@ -5,7 +5,7 @@ import { pack } from 'msgpackr';
 import { createEspeakEngine } from '../../native/engines/espeak.ts';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { createEncoder, int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
-import { listUsage } from '../../src/store/usage.ts';
+import { listUsage } from '../../src/usage/store.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const { Session, ASRRequest } = fishSdk as unknown as {

@@ -151,7 +151,7 @@ export function concurrencySuite(kind: Kind): void {
     });
 
     t.test('another team is not affected by this team’s cap', async (t) => {
-      const { createTeam } = await import('../../src/store/teams.ts');
+      const { createTeam } = await import('../../src/auth/store-teams.ts');
       const { createKey } = await import('../../src/auth/keys.ts');
       const team = await createTeam(app.db.sql, { id: `team_${randomUUID()}`, name: 'other', betaAccess: true, creditMicros: 10_000_000n });
       const { key: other } = await createKey(app.db.sql, team.id);

@@ -6,8 +6,8 @@ import { createKey } from '../../src/auth/keys.ts';
 import { newId } from '../../src/ids.ts';
 import { parseSpeechConcurrency, SpeechConcurrency, tierLimit } from '../../src/speech/concurrency.ts';
 import { recordUsage } from '../../src/speech/usage.ts';
-import { paidMicros } from '../../src/store/spend.ts';
-import { createTeam, grantCredit } from '../../src/store/teams.ts';
+import { paidMicros } from '../../src/usage/store-spend.ts';
+import { createTeam, grantCredit } from '../../src/auth/store-teams.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 // Real-time pacing: a long synthesis stays in flight until the test aborts it.

@@ -5,7 +5,7 @@ import { pack } from 'msgpackr';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { decodeAudio, int16ToPcmBytes, wavHeader } from '../../src/audio/index.ts';
 import { ServiceError } from '../../src/errors.ts';
-import { resolveVoice } from '../../src/speech/voices.ts';
+import { resolveVoice } from '../../src/voices/service.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 type Entity = Record<string, any>;

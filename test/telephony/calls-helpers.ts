@@ -4,7 +4,7 @@ import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts
 import type { TestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { sandboxNumber } from './helpers.ts';
-import { listCallTransfers } from '../../src/store/phone-calls.ts';
+import { listCallTransfers } from '../../src/phone-calls/store.ts';
 
 export const PHONE_RATE = 8_000;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -7,7 +7,7 @@ import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { sandboxNumber } from './helpers.ts';
-import { phoneCallSettings } from '../../src/agent/phone-calls.ts';
+import { phoneCallSettings } from '../../src/phone-calls/service.ts';
 
 const call = (app: TestServer, body: Record<string, unknown>, auth = app.auth) => app.req('POST', '/v1/agent/phone-calls', body, auth);
 

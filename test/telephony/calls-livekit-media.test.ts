@@ -9,7 +9,6 @@ import { createHash } from 'node:crypto';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import t from 'tap';
 import { AccessToken } from 'livekit-server-sdk';
-import { telephonyOf } from '../../src/telephony/index.ts';
 import { LIVEKIT_WEBHOOK_PATH } from '../../src/telephony/livekit-webhook.ts';
 import { agentIdentity } from '../../src/transport/livekit-agent.ts';
 import * as fakeRtc from '../fixtures/fake-rtc.ts';
@@ -27,7 +26,7 @@ t.teardown(async () => {
   await app.close();
   await api.close();
 });
-const tel = telephonyOf.get(app.http)!;
+const tel = app.telephony;
 tel.livekitAgents!.loadRtc = async () => fakeRtc as never;
 
 const waitFor = async (pred: () => boolean | Promise<boolean>, what: string, ms = 15_000) => {

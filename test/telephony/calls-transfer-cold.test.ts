@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { ledgerOf, sandboxOf } from './helpers.ts';
-import { listCallTransfers } from '../../src/store/phone-calls.ts';
+import { listCallTransfers } from '../../src/phone-calls/store.ts';
 import { connected, humanLine, keepAlive, sessionOf, sleep, TRANSFER_HUMAN, transferAgent, transfersOf } from './calls-helpers.ts';
 
 // Transfer minutes have their own price (PARLEY_TRANSFER_PRICE_PER_MINUTE): 0.25 here.

@@ -1,9 +1,8 @@
 import type { TestServer } from '../helpers/server.ts';
-import { telephonyOf } from '../../src/telephony/index.ts';
 
 /** The sandbox carrier of a running test platform (its failure switches). */
 export function sandboxOf(app: TestServer) {
-  const t = telephonyOf.get(app.http);
+  const t = app.telephony;
   if (!t) throw new Error('the platform built no sandbox carrier');
   return t.sandbox;
 }

@@ -1,5 +1,4 @@
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { join, makeTool, sleep, startToolsPlatform, toolAgent, toolItems, until } from './helpers.ts';
 
 const { app, endpoint } = await startToolsPlatform(t);
@@ -56,7 +55,7 @@ t.test('POST …/end cancels in-flight background calls; their attempts stay in 
 });
 
 t.test('a tool whose host name resolves to a loopback address is refused at connect time when the allow-list does not name it', async (t) => {
-  const runtime = runtimes.get(app.http)!;
+  const runtime = app.runtime;
   // Public-looking name (the write-time check passes); the resolver answers 127.0.0.1, where the endpoint listens.
   runtime.toolLookup = async () => [{ address: '127.0.0.1', family: 4 }];
   t.teardown(() => { runtime.toolLookup = undefined; });

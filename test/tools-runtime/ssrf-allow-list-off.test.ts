@@ -1,7 +1,6 @@
 // Issue 8 acceptance: "A tool whose host name resolves to 127.0.0.1 (test resolver) is refused
 // when the allow-list is off." A platform with no PARLEY_OUTBOUND_ALLOW at all.
 import t from 'tap';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { join, makeTool, startEndpoint, toolAgent, toolItems } from './helpers.ts';
 
@@ -16,7 +15,7 @@ t.teardown(async () => {
 });
 
 t.test('allow-list off: a tool host name that resolves to 127.0.0.1 is refused at connect time, nothing reaches it', async (t) => {
-  const runtime = runtimes.get(app.http)!;
+  const runtime = app.runtime;
   runtime.toolLookup = async () => [{ address: '127.0.0.1', family: 4 }];
   const tool = await makeTool(app, { name: 'Rebind', url: `http://tools.example.test:${endpoint.port}/rebind` });
   const caller = await join(app, await toolAgent(app, [tool]));

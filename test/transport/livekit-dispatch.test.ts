@@ -5,7 +5,6 @@
  */
 import t from 'tap';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
-import { runtimes } from '../../src/agent/runtime.ts';
 import { AGENT_STATE_ATTRIBUTE, agentIdentity, LivekitAgents } from '../../src/transport/livekit-agent.ts';
 import { callerIdentity } from '../../src/transport/livekit.ts';
 import * as fakeRtc from '../fixtures/fake-rtc.ts';
@@ -26,7 +25,7 @@ const waitFor = async (pred: () => boolean, what: string, ms = 15_000) => {
 const status = async (id: string) => (await app.req('GET', `/v1/agent/sessions/${id}`)).body;
 
 t.test('the agent joins, waits for the caller, talks over audio, data and text streams, and ends with the caller', async (t) => {
-  const agents = new LivekitAgents({ config: cfg, runtime: runtimes.get(app.http)!, log: app.log, publishRateHz: 48_000, loadRtc: async () => fakeRtc as never });
+  const agents = new LivekitAgents({ config: cfg, runtime: app.runtime, log: app.log, publishRateHz: 48_000, loadRtc: async () => fakeRtc as never });
   t.teardown(() => agents.close());
   const agent = await agentWith(app, { prompt: { first_message_mode: 'fixed', first_message: 'Hello over LiveKit.' }, conversation: { eagerness: 'eager' } });
   const session = await createSession(app, agent);
@@ -81,7 +80,7 @@ t.test('the agent joins, waits for the caller, talks over audio, data and text s
 });
 
 t.test('a caller who drops (not on purpose) can rejoin within the grace period', async (t) => {
-  const agents = new LivekitAgents({ config: cfg, runtime: runtimes.get(app.http)!, log: app.log, loadRtc: async () => fakeRtc as never });
+  const agents = new LivekitAgents({ config: cfg, runtime: app.runtime, log: app.log, loadRtc: async () => fakeRtc as never });
   t.teardown(() => agents.close());
   const agent = await agentWith(app, { prompt: { first_message_mode: 'off' } });
   const session = await createSession(app, agent);
@@ -103,7 +102,7 @@ t.test('a caller who drops (not on purpose) can rejoin within the grace period',
 });
 
 t.test('a caller who never joins: the agent leaves at expires_at and the session stays pending', async (t) => {
-  const agents = new LivekitAgents({ config: cfg, runtime: runtimes.get(app.http)!, log: app.log, loadRtc: async () => fakeRtc as never });
+  const agents = new LivekitAgents({ config: cfg, runtime: app.runtime, log: app.log, loadRtc: async () => fakeRtc as never });
   t.teardown(() => agents.close());
   const agent = await agentWith(app, { prompt: { first_message_mode: 'off' } });
   const session = await createSession(app, agent);

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { FishAudioClient, FishAudioError } from 'fish-audio';
 import fishSdk from 'fish-audio-sdk';
-import { grantCredit } from '../../src/store/teams.ts';
+import { grantCredit } from '../../src/auth/store-teams.ts';
 import { decimalOf } from '../../src/wallet/service.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '../../src/log.ts';
 import { startPlatform, type Platform } from '../../src/platform.ts';
-import { markSessionActive, markSessionEnded } from '../../src/store/sessions.ts';
+import { markSessionActive, markSessionEnded } from '../../src/sessions/store.ts';
 import type { TestServer } from '../helpers/server.ts';
 
 export interface Received {

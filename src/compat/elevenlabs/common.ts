@@ -5,9 +5,8 @@
  */
 import { parseOutputFormat, snapMp3Bitrate, type OutputFormat } from '../../audio/index.ts';
 import { ServiceError } from '../../errors.ts';
-import type { Authenticate } from '../../http/app.ts';
+import type { Authenticate, Principal } from '../../auth/principal.ts';
 import { bearerToken } from '../../http/app.ts';
-import type { Principal } from '../../http/router.ts';
 import { SPEECH_MODEL_IDS } from '../../inference/index.ts';
 import { ElevenLabsError } from './errors.ts';
 

@@ -4,9 +4,11 @@
  * failure, authentication and body parsing included, answers in the family's envelope
  * `{detail: {status, message}}`. Each route translates into the native speech services.
  */
-import type { Authenticate, HttpApp } from '../../http/app.ts';
+import { replySink } from '../../http/sinks.ts';
+import type { Authenticate, Principal } from '../../auth/principal.ts';
+import type { HttpApp } from '../../http/app.ts';
 import { newId } from '../../ids.ts';
-import type { Ctx, Principal, RouteSpec } from '../../http/router.ts';
+import type { Ctx, RouteSpec } from '../../http/router.ts';
 import type { Logger } from '../../log.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import type { Caller, TtsService } from '../../speech/tts.ts';
@@ -82,7 +84,7 @@ export function mountElevenLabsRoutes(http: HttpApp, deps: ElevenLabsDeps): void
     const path = `/v1/text-to-speech/{voice_id}${suffix}`;
     route('POST', path, suffix ? 'Text to speech, streamed audio' : 'Text to speech', async (ctx, teamId) => {
       const { c, prepared } = await prepare(ctx, teamId, `POST ${ELEVENLABS_BASE}${path}`, true);
-      await deps.tts.stream(prepared, c, ctx.reply, 'audio');
+      await deps.tts.stream(prepared, c, replySink(ctx.reply, 'audio'), 'audio');
       return undefined;
     }, ELEVENLABS_JSON_LIMIT);
   }

@@ -18,9 +18,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Authenticate } from '../../http/app.ts';
-import type { Principal } from '../../http/router.ts';
-import { parse } from '../../http/validation.ts';
+import type { Authenticate, Principal } from '../../auth/principal.ts';
+import { parse } from '../../validation.ts';
 import type { SharedState } from '../../state/index.ts';
 import { authenticateKey, ElevenLabsError } from './common.ts';
 

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../errors.ts';
 import { isJson, parseJson } from '../../http/body.ts';
 import type { Ctx } from '../../http/router.ts';
-import { parse } from '../../http/validation.ts';
+import { parse } from '../../validation.ts';
 import { join, type Caller, type Prepared, type TtsService } from '../../speech/tts.ts';
 import { CharacterTimeline, ElevenLabsError, nativeParams, parseElevenLabsFormat, restAlignment, speechModelFor, type CharTiming } from './common.ts';
 

@@ -3,7 +3,7 @@
  * "Family C"): the caller's own voice models in the vendor `Voice` shape.
  */
 import type { Sql } from '../../store/db.ts';
-import { getOwnVoiceModel, listVoiceModels, type VoiceModelRow } from '../../store/voices.ts';
+import { getOwnVoiceModel, listVoiceModels, type VoiceModelRow } from '../../voices/store.ts';
 import { SPEECH_MODEL_IDS, TRANSCRIPTION_MODEL_IDS } from '../../inference/index.ts';
 import { ElevenLabsError } from './common.ts';
 

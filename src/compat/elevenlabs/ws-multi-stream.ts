@@ -27,8 +27,8 @@
  * for the rest of the audio instead. The connection lifetime (docs/api/compat.md: 3600 s) reached →
  * `{error, code: 1000}`, then close 1000 `connection lifetime reached`.
  */
+import type { Principal } from '../../auth/principal.ts';
 import type { HttpApp } from '../../http/app.ts';
-import type { Principal } from '../../http/router.ts';
 import { ELEVENLABS_BASE } from './common.ts';
 import type { SpeechContext } from './ws-speech-context.ts';
 import { errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession } from './ws-socket.ts';

@@ -30,7 +30,8 @@
 import { randomUUID } from 'node:crypto';
 import { wavHeader } from '../../audio/index.ts';
 import { toServiceError } from '../../errors.ts';
-import type { Authenticate, HttpApp } from '../../http/app.ts';
+import type { Authenticate } from '../../auth/principal.ts';
+import type { HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { ASR_MIN_DURATION_MS, type AsrService, type InterimStream, type Transcript } from '../../speech/asr.ts';
 import type { SharedState } from '../../state/index.ts';

@@ -34,9 +34,9 @@
  */
 import { z } from 'zod';
 import { checkFormat } from '../../audio/index.ts';
-import type { Authenticate, HttpApp } from '../../http/app.ts';
-import type { Principal } from '../../http/router.ts';
-import { parse } from '../../http/validation.ts';
+import type { Authenticate, Principal } from '../../auth/principal.ts';
+import type { HttpApp } from '../../http/app.ts';
+import { parse } from '../../validation.ts';
 import type { Logger } from '../../log.ts';
 import type { TtsService } from '../../speech/tts.ts';
 import type { SharedState } from '../../state/index.ts';

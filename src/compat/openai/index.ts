@@ -11,10 +11,12 @@
  * included, is this family's envelope. Synthesis goes through `TtsService`, transcription
  * through `AsrService`; nothing here talks to the backend.
  */
+import { replySink } from '../../http/sinks.ts';
 import { ServiceError, toServiceError } from '../../errors.ts';
-import { bearerToken, type Authenticate, type HttpApp } from '../../http/app.ts';
+import type { Authenticate, Principal } from '../../auth/principal.ts';
+import { bearerToken, type HttpApp } from '../../http/app.ts';
+import type { Ctx, Result } from '../../http/router.ts';
 import { parseJson } from '../../http/body.ts';
-import type { Ctx, Principal, Result } from '../../http/router.ts';
 import { newId } from '../../ids.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import { SPEECH_AUTH_MESSAGES, type Caller, type TtsService } from '../../speech/tts.ts';
@@ -113,7 +115,7 @@ export function mountOpenAiCompat(http: HttpApp, deps: OpenAiCompatDeps): void {
         const native = toNativeSpeech(raw, ctx.headers, routerStyle);
         const c = caller(ctx, principal);
         const prepared = await fromProvider(() => deps.tts.prepare(`POST ${base}/audio/speech`, native.body, native.model, c));
-        await fromProvider(() => deps.tts.stream(prepared, c, ctx.reply, 'audio'));
+        await fromProvider(() => deps.tts.stream(prepared, c, replySink(ctx.reply, 'audio'), 'audio'));
       }),
     });
 

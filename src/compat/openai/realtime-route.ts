@@ -9,7 +9,8 @@
  */
 import type uws from 'uWebSockets.js';
 import { ServiceError } from '../../errors.ts';
-import { acceptUpgrade, bearerToken, readHandshake, readHeaders, readQuery, requestIdFrom, type Authenticate, type HttpApp } from '../../http/app.ts';
+import type { Authenticate } from '../../auth/principal.ts';
+import { acceptUpgrade, bearerToken, readHandshake, readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
 import { SPEECH_AUTH_MESSAGES } from '../../speech/tts.ts';
 import { fromProvider, openaiEnvelope } from '../errors.ts';
 import { resolveModel } from './models.ts';

@@ -24,7 +24,7 @@ import { toServiceError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { AsrService } from '../../speech/asr.ts';
 import type { Caller, TtsService } from '../../speech/tts.ts';
-import { applyUpdate, defaultConfig, readSpeed, readVoice, RealtimeRefusal, sessionObject, type SessionConfig } from './realtime-config.ts';
+import { applyUpdate, readSpeed, readVoice, RealtimeRefusal, sessionObject, type SessionConfig } from './realtime-config.ts';
 import { toNativeSpeech } from './speech.ts';
 import { describe, paramOf } from '../errors.ts';
 import { Base64Pieces } from './base64-pieces.ts';

@@ -24,7 +24,7 @@ import {
   validateReferences,
   type ConfigRead,
   type StoredDraft,
-} from '../../../src/agent/config/index.ts';
+} from '../../../src/agent-config/index.ts';
 
 const box = createSecretBox(randomBytes(32));
 const TOOLS = new Set(['tool_a', 'tool_b', 'tool_c']);

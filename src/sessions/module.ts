@@ -1,0 +1,52 @@
+import { realClock } from '../../actors/clock.ts';
+import { nodeAt } from '../config.ts';
+import { defineModule } from '../modules.ts';
+import { SessionRegistry } from '../state/session-registry.ts';
+import { CONNECT_PATH, mountWebsocketTransport } from '../transport/websocket.ts';
+import { resolveVoice } from '../voices/service.ts';
+import { mountSessionRoutes } from './routes.ts';
+import { SessionRuntime } from './runtime.ts';
+import { SessionService } from './service.ts';
+
+/**
+ * Sessions: the runtime (the supervisor of every session actor on this node), the websocket
+ * transport at /v1/agent/sessions/connect, the agent in LiveKit rooms when LiveKit is
+ * configured, and /v1/agent/sessions. The session registry says which node holds a live
+ * session (PARLEY_NODE_ID, PARLEY_NODE_URL): a resume reaching another node is sent there
+ * (close 4307 with the URL). At close the runtime drains its sessions, then the agent leaves
+ * its rooms. The LiveKit modules (livekit-server-sdk, ~0.25 s to import) load only when LiveKit
+ * is configured.
+ */
+export const sessionsModule = defineModule({
+  name: 'sessions',
+  needs: ['http', 'config', 'log', 'sql', 'state', 'box', 'inference', 'metrics', 'recordings', 'port'],
+  async start({ http, config, log, sql, state, box, inference, metrics, recordings, port }, onClose) {
+    const node = nodeAt(config.node, config.host, port);
+    const sessionRegistry = new SessionRegistry(state, { nodeId: node.id, url: `${node.url}${CONNECT_PATH}`, onError: (err) => log.warn({ err }, 'session registry refresh failed') });
+    const runtime = new SessionRuntime({
+      recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry,
+      resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs,
+    });
+    await runtime.start();
+    const lk = config.livekit ? { agent: await import('../transport/livekit-agent.ts'), rooms: await import('../transport/livekit.ts') } : undefined;
+    const livekitAgents = config.livekit && lk ? new lk.agent.LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
+    if (livekitAgents) onClose(() => livekitAgents.close());
+    onClose(() => runtime.close(config.drainTimeoutMs));
+    mountWebsocketTransport(http, runtime, log);
+    const sessions = new SessionService({
+      sql,
+      state,
+      box,
+      pricePerMinuteMicros: config.sessionPricePerMinuteMicros,
+      publicRatePerAgent: config.publicRatePerAgent,
+      publicRatePerIp: config.publicRatePerIp,
+      hasCapacity: () => runtime.hasCapacity(),
+      mintTransportToken: config.livekit && lk && livekitAgents ? lk.agent.livekitSessionMinter(config.livekit, livekitAgents) : undefined,
+      livekitUrl: config.livekit?.url,
+      // LiveKit: the room is created before anything is charged; no answer → 502 (LIVEKIT_ROOM_TIMEOUT_MS).
+      ensureRoom: config.livekit && lk ? lk.rooms.livekitRoomEnsurer(config.livekit, { timeoutMs: config.livekitRoomTimeoutMs }) : undefined,
+    });
+    mountSessionRoutes(http, sessions);
+    return { runtime, livekitAgents, sessions };
+  },
+});

@@ -1,0 +1,43 @@
+import { defineModule } from '../modules.ts';
+import { startTracing } from '../telemetry/tracing.ts';
+import { resolveVoice } from '../voices/service.ts';
+import { mountAsrRoutes } from './asr-routes.ts';
+import { AsrService } from './asr.ts';
+import { SpeechConcurrency } from './concurrency.ts';
+import { mountLiveRoute } from './live.ts';
+import { mountTtsRoutes } from './tts-routes.ts';
+import { TtsService } from './tts.ts';
+import { CreditGate, recordUsage } from './usage.ts';
+
+/**
+ * The speech API: synthesis (/v1/tts, /v1/tts/stream/with-timestamp, wss /v1/tts/live) and
+ * transcription (/v1/asr), traced, under the per-team speech concurrency cap (spend tier, or
+ * PARLEY_SPEECH_CONCURRENCY) that native and compat requests share.
+ */
+export const speechModule = defineModule({
+  name: 'speech',
+  needs: ['http', 'config', 'log', 'sql', 'state', 'inference', 'authenticate'],
+  start({ http, config, log, sql, state, inference, authenticate }, onClose) {
+    const tracing = startTracing({ config: config.tracing });
+    onClose(() => tracing.shutdown());
+    const speechConcurrency = new SpeechConcurrency({ state, sql, log, override: config.speechConcurrency });
+    onClose(() => speechConcurrency.close());
+    const tts = new TtsService({
+      inference, sql, log, tracing,
+      resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id),
+      authenticate,
+      concurrency: speechConcurrency,
+    });
+    mountTtsRoutes(http, tts);
+    mountLiveRoute(http, tts);
+    const asr = new AsrService(inference, {
+      log,
+      credit: new CreditGate(sql),
+      concurrency: speechConcurrency,
+      tracing,
+      onTranscribed: async (u) => void (await recordUsage(sql, { teamId: u.teamId, kind: 'asr_seconds', amount: u.seconds, model: u.model }, log)),
+    });
+    mountAsrRoutes(http, asr);
+    return { tracing, speechConcurrency, tts, asr };
+  },
+});
