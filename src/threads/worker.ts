@@ -1,0 +1,55 @@
+/**
+ * One worker of a node of several (`PARLEY_WORKERS`): a whole platform (its HTTP app, runtime,
+ * background workers) in a worker thread, listening on the port the main thread claimed
+ * (`src/threads/primary.ts`). It tells the main thread when it is ready (or failed), and closes
+ * when asked: the HTTP server stops accepting, the sessions drain, the modules close, and the
+ * listen socket is closed before the thread ends (a uWS app's open handle would abort Node).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { ConfigOverrides } from '../config.ts';
+import { startPlatform, type Platform } from '../platform.ts';
+import { Siblings, type WorkerSetup } from './siblings.ts';
+
+/** What a worker tells the main thread. */
+export type WorkerReport =
+  | { kind: 'ready'; index: number; bootstrapKey?: string; teamId: string }
+  | { kind: 'failed'; index: number; message: string }
+  | { kind: 'closed'; index: number };
+
+/** What the main thread tells a worker. */
+export type WorkerCommand = { kind: 'close' };
+
+const setup = workerData as WorkerSetup & { overrides: ConfigOverrides };
+const port = parentPort!;
+const siblings = new Siblings(setup.index, setup.count, setup.ports);
+const report = (r: WorkerReport) => port.postMessage(r);
+
+let platform: Platform | undefined;
+let closing: Promise<void> | undefined;
+const close = () =>
+  (closing ??= (async () => {
+    try {
+      await platform?.close();
+    } finally {
+      siblings.close();
+      report({ kind: 'closed', index: setup.index });
+      port.close();
+    }
+  })());
+
+port.on('message', (m: WorkerCommand) => {
+  if (m.kind === 'close') void close();
+});
+
+try {
+  platform = await startPlatform({
+    config: { ...setup.overrides, port: setup.port },
+    worker: { index: setup.index, count: setup.count, siblings, capacity: new Int32Array(setup.capacity) },
+  });
+  platform.log.info({ worker: setup.index }, 'worker ready');
+  report({ kind: 'ready', index: setup.index, bootstrapKey: platform.bootstrapKey, teamId: platform.teamId });
+} catch (err) {
+  report({ kind: 'failed', index: setup.index, message: err instanceof Error ? err.message : String(err) });
+  siblings.close();
+  port.close();
+}
