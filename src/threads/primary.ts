@@ -25,6 +25,8 @@ export interface ParleyNode {
   bootstrapKey?: string;
   teamId: string;
   nativeBackend?: NativeProcess;
+  /** Each worker's Linux thread id (null off Linux), by index: bench/sessions.ts reads their CPU. */
+  threads: (number | null)[];
   /** Resolves when a worker stopped without being asked (the node should exit). */
   failed: Promise<string>;
   /** Drains and closes every worker, then the native backend. */
@@ -45,7 +47,16 @@ function claimPort(host: string, port: number): Promise<number> {
   });
 }
 
-export async function startNode(opts: { config?: ConfigOverrides; env?: NodeJS.ProcessEnv; log?: Logger } = {}): Promise<ParleyNode> {
+export interface StartNodeOptions {
+  config?: ConfigOverrides;
+  env?: NodeJS.ProcessEnv;
+  log?: Logger;
+  /** Postgres schema and shared-state key prefix of every worker (tests, benchmarks). */
+  dbSchema?: string;
+  statePrefix?: string;
+}
+
+export async function startNode(opts: StartNodeOptions = {}): Promise<ParleyNode> {
   const config = loadConfig(opts.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel, pii: config.logPii });
   const count = config.workers;
@@ -72,7 +83,7 @@ export async function startNode(opts: { config?: ConfigOverrides; env?: NodeJS.P
   let closing = false;
   const workers = ports.map((own, index) => {
     const w = new Worker(ENTRY, {
-      workerData: { index, count, port, capacity, ports: own, overrides },
+      workerData: { index, count, port, capacity, ports: own, overrides, dbSchema: opts.dbSchema, statePrefix: opts.statePrefix },
       transferList: Object.values(own),
       env: opts.env ?? inheritedEnvironment(),
     });
@@ -125,6 +136,7 @@ export async function startNode(opts: { config?: ConfigOverrides; env?: NodeJS.P
   return {
     config, log, port, workers: count, nativeBackend, failed, close,
     bootstrapKey: ready.find((r) => r.bootstrapKey)?.bootstrapKey,
+    threads: ready.map((r) => r.tid),
     teamId: ready[0]!.teamId,
   };
 }
