@@ -9,6 +9,8 @@ import t from 'tap';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
+import { realClock } from '../../actors/clock.ts';
+import { Supervisor } from '../../actors/supervisor.ts';
 import { workerCount } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startPlatform } from '../../src/platform.ts';
@@ -30,6 +32,21 @@ t.test('PARLEY_WORKERS: the default and its limits', async (t) => {
   t.equal(workerCount({ PARLEY_WORKERS: '3' }, { ...pg, nativeBackend: true, cores: 2 }).count, 3, 'an explicit value is kept');
   t.throws(() => workerCount({ PARLEY_WORKERS: '2' }, { nativeBackend: true }), /needs DATABASE_URL and REDIS_URL/);
   t.throws(() => workerCount({ PARLEY_WORKERS: 'many' }, { ...pg, nativeBackend: true }), /positive integer/);
+});
+
+t.test('the session cap is the node\'s: workers share one count', async (t) => {
+  const shared = new Int32Array(new SharedArrayBuffer(4));
+  const a = new Supervisor({ maxSessions: 2, clock: realClock, shared });
+  const b = new Supervisor({ maxSessions: 2, clock: realClock, shared });
+  const r1 = a.reserve();
+  const r2 = b.reserve();
+  t.ok(r1 && r2, 'two places, one on each worker');
+  t.notOk(a.hasCapacity(), 'the node is full for every worker');
+  t.equal(b.reserve(), null);
+  r1!();
+  r1!();
+  t.equal(Atomics.load(shared, 0), 1, 'a release gives back one place, once');
+  t.ok(b.reserve(), 'the place given back on one worker is taken on the other');
 });
 
 t.test('the embedded defaults: /health says one worker', async (t) => {
@@ -127,6 +144,7 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
     if (calls.length >= 2 && perWorker.length === 2 && perWorker.every((n) => n > 0)) break;
   }
   t.equal(perWorker.length, 2, '/metrics has each worker');
+  t.equal(samples(await (await fetch(`${url}/metrics`)).text(), 'parley_worker_event_loop_busy_seconds_total').length, 2, 'and each worker\'s busy time');
   t.ok(perWorker.every((n) => n > 0), `sessions live on both workers (${perWorker.join(' and ')})`);
   for (const { c } of calls) {
     c.say('hello');
