@@ -63,6 +63,17 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<ParleyNode
   const port = await claimPort(config.host, config.port);
   const nativeBackend = config.startNativeBackend ? await launchNativeBackend(config, log, () => {}) : undefined;
   const capacity = new SharedArrayBuffer(4);
+  // The native backend's state for the workers' /health: running (1/0) and restarts, kept fresh.
+  const backendState = new Int32Array(new SharedArrayBuffer(8));
+  const backendWatch = nativeBackend
+    ? setInterval(() => {
+      const st = nativeBackend.status();
+      Atomics.store(backendState, 0, st.running ? 1 : 0);
+      Atomics.store(backendState, 1, st.restarts);
+    }, 500)
+    : undefined;
+  backendWatch?.unref();
+  if (nativeBackend) Atomics.store(backendState, 0, 1);
   // One channel per pair of workers.
   const ports: Record<number, MessagePort>[] = Array.from({ length: count }, () => ({}));
   for (let i = 0; i < count; i++) {
@@ -83,7 +94,7 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<ParleyNode
   let closing = false;
   const workers = ports.map((own, index) => {
     const w = new Worker(ENTRY, {
-      workerData: { index, count, port, capacity, ports: own, overrides, dbSchema: opts.dbSchema, statePrefix: opts.statePrefix },
+      workerData: { index, count, port, capacity, ports: own, overrides, dbSchema: opts.dbSchema, statePrefix: opts.statePrefix, backend: nativeBackend ? { address: nativeBackend.address, state: backendState.buffer } : undefined },
       transferList: Object.values(own),
       env: opts.env ?? inheritedEnvironment(),
     });
@@ -122,6 +133,7 @@ export async function startNode(opts: StartNodeOptions = {}): Promise<ParleyNode
       await x.exited;
       clearTimeout(timer);
     }));
+    if (backendWatch) clearInterval(backendWatch);
     await nativeBackend?.stop();
   };
 

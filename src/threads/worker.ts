@@ -20,7 +20,13 @@ export type WorkerReport =
 /** What the main thread tells a worker. */
 export type WorkerCommand = { kind: 'close' };
 
-const setup = workerData as WorkerSetup & { overrides: ConfigOverrides; dbSchema?: string; statePrefix?: string };
+const setup = workerData as WorkerSetup & {
+  overrides: ConfigOverrides;
+  dbSchema?: string;
+  statePrefix?: string;
+  /** The native backend the main thread launched: its address and state (running, restarts). */
+  backend?: { address: string; state: SharedArrayBuffer };
+};
 const port = parentPort!;
 const siblings = new Siblings(setup.index, setup.count, setup.ports);
 const report = (r: WorkerReport) => port.postMessage(r);
@@ -58,6 +64,15 @@ try {
     statePrefix: setup.statePrefix,
     worker: { index: setup.index, count: setup.count, siblings, capacity: new Int32Array(setup.capacity) },
   });
+  const backend = setup.backend;
+  if (backend) {
+    // The main thread supervises the native backend; /health reports it as a single loop does.
+    const state = new Int32Array(backend.state);
+    platform.health.register('native_backend', async () => {
+      const restarts = Atomics.load(state, 1);
+      return Atomics.load(state, 0) ? { status: 'ok', detail: `${backend.address}, restarts ${restarts}` } : { status: 'down', detail: `restarting (restarts ${restarts})` };
+    }, { requiredForReady: false });
+  }
   platform.log.info({ worker: setup.index }, 'worker ready');
   report({ kind: 'ready', index: setup.index, bootstrapKey: platform.bootstrapKey, teamId: platform.teamId, tid: threadId() });
 } catch (err) {

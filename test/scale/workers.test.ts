@@ -124,6 +124,8 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
     answered.add(/from worker (\d+)/.exec(h.body.components.workers.detail)?.[1] ?? '?');
   }
   t.same([...answered].sort(), ['0', '1'], 'both workers answered HTTP on the one port');
+  const health = await getFresh(`${url}/health`);
+  t.equal(health.body.components.native_backend?.status, 'ok', 'the native backend the main thread launched is reported by every worker');
 
   const created = await req('POST', '/v1/agent/agents', { name: 'Workers', config: { prompt: { first_message_mode: 'off' } } });
   t.equal(created.status, 201);
