@@ -24,6 +24,11 @@ export interface SupervisorOptions {
   /** Prometheus registry for the session metrics (the platform's `metrics.registry`). */
   registry?: client.Registry;
   log?: SessionDeps['log'];
+  /**
+   * The node's count of sessions and admissions, shared by its workers (an `Int32Array` over a
+   * `SharedArrayBuffer`, index 0): with it, `maxSessions` caps the node, not this worker.
+   */
+  shared?: Int32Array;
 }
 
 /** A control message on the `session-control` channel (docs/sessions-contract.md). */
@@ -75,18 +80,27 @@ export class Supervisor {
 
   /** True while this node may take one more session (creation answers 503 otherwise). */
   hasCapacity(): boolean {
-    return !this.draining && this.sessions.size + this.reserved < this.options.maxSessions;
+    if (this.draining) return false;
+    const shared = this.options.shared;
+    return (shared ? Atomics.load(shared, 0) : this.sessions.size + this.reserved) < this.options.maxSessions;
   }
 
   /** Holds a place for a session being connected; false at capacity. Call the release once. */
   reserve(): (() => void) | null {
     if (!this.hasCapacity()) return null;
+    const shared = this.options.shared;
+    // Shared by the node's workers: take the place first, give it back if another took the last.
+    if (shared && Atomics.add(shared, 0, 1) >= this.options.maxSessions) {
+      Atomics.sub(shared, 0, 1);
+      return null;
+    }
     this.reserved++;
     let released = false;
     return () => {
       if (!released) {
         released = true;
         this.reserved--;
+        if (shared) Atomics.sub(shared, 0, 1);
       }
     };
   }
@@ -115,6 +129,7 @@ export class Supervisor {
     };
     const handle = startSession(plan, { ...deps, clock: deps.clock ?? this.options.clock, onTurn, log: deps.log ?? this.options.log });
     this.sessions.set(plan.sessionId, handle);
+    if (this.options.shared) Atomics.add(this.options.shared, 0, 1);
     this.live.set(this.sessions.size);
     void handle.ended.then(async (e) => {
       this.ended.inc({ status: e.status, reason: e.reason });
@@ -125,6 +140,7 @@ export class Supervisor {
         this.options.log?.error({ err, sessionId: plan.sessionId }, 'session end handling failed');
       } finally {
         this.sessions.delete(plan.sessionId);
+        if (this.options.shared) Atomics.sub(this.options.shared, 0, 1);
         this.live.set(this.sessions.size);
         this.settled?.();
       }

@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -45,6 +45,8 @@ import autocannon from 'autocannon';
 import WebSocket from 'ws';
 import { encodeText } from '../native/engines/synthetic/modem.ts';
 import { startPlatform } from '../src/platform.ts';
+import { startNode, type ParleyNode } from '../src/threads/primary.ts';
+import { openDatabase, type Database } from '../src/store/db.ts';
 import { createLogger } from '../src/log.ts';
 import { spawnNativeBackend } from '../src/inference/index.ts';
 import { percentile, round } from './lib.ts';
@@ -244,9 +246,25 @@ async function main() {
     maxSessions: 100_000, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL,
   } as const;
   const dbSchema = process.env.DATABASE_URL ? `bench_${randomBytes(4).toString('hex')}` : undefined;
-  const platform = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
+  // --workers N (N > 1, Postgres and Redis): the node runs N event loops in worker threads of
+  // this process (PARLEY_WORKERS, src/threads/), all on one port; the callers' sockets spread
+  // over them. This process's CPU is then every worker's; each worker's own thread is read too.
+  // The per-part turn diagnosis (backend-timed) needs the in-process runtime: one loop only.
+  const workerCount = Math.max(1, arg('workers', 1));
+  if (workerCount > 1 && (!process.env.DATABASE_URL || !process.env.REDIS_URL)) throw new Error('--workers N needs DATABASE_URL and REDIS_URL (several workers share them)');
   const timelines: TurnTimeline[] = [];
-  platform.runtime.supervisor.watchTurns((tl) => { timelines.push(tl); });
+  let node: ParleyNode | null = null;
+  let platform: { url: string; db: Database; state: { kind: string }; close(): Promise<void> };
+  if (workerCount > 1) {
+    const started = await startNode({ env: { ...process.env }, config: { ...nodeConfig, workers: workerCount }, dbSchema, log: createLogger({ level: 'warn' }) });
+    node = started;
+    const db = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory', schema: dbSchema, max: 2 });
+    platform = { url: `http://127.0.0.1:${started.port}`, db, state: { kind: 'redis' }, close: async () => { await started.close(); await db.close(); } };
+  } else {
+    const p = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
+    p.runtime.supervisor.watchTurns((tl) => { timelines.push(tl); });
+    platform = p;
+  }
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const post = async (path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -342,6 +360,9 @@ async function main() {
   // The platform's main thread alone (its event loop: what queues a turn when it is saturated).
   const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
   const main0 = procCpuSeconds([process.pid], mainThread);
+  // --workers: each worker's thread (its event loop; the collector's helper threads are the process's).
+  const workerStat = (node?.threads ?? []).map((tid) => (tid ? `/proc/${process.pid}/task/${tid}/stat` : null));
+  const workers0 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
   const secondMain = second ? `/proc/${second.pid}/task/${second.pid}/stat` : null;
   const secondMain0 = secondMain ? procCpuSeconds([second!.pid], secondMain) : null;
   second?.child.send({ type: 'measure' });
@@ -392,6 +413,8 @@ async function main() {
   gcObserver.disconnect();
   gcPauses.sort((x, y) => x - y);
   const main1 = procCpuSeconds([process.pid], mainThread);
+  const workers1 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
+  const workerCores = workers1.map((c, i) => (c === null || workers0[i] === null ? null : round((c - workers0[i]!) / wallS, 3)));
   const mainThreadCores = main0 === null || main1 === null ? null : round((main1 - main0) / wallS, 3);
   const secondMain1 = secondMain ? procCpuSeconds([second!.pid], secondMain) : null;
   const secondMainCores = secondMain0 === null || secondMain1 === null ? null : round((secondMain1 - secondMain0) / wallS, 3);
@@ -423,7 +446,7 @@ async function main() {
   const idleHere = rest.held * share;
   const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
     // The headline: what a caller hears (timed by the callers on their own clock, from the last
     // audio of their question leaving to the first agent audio arriving) with N sessions talking,
     // beside the same with `baseline_sessions` talking alone; and what a talking session costs.
@@ -453,6 +476,11 @@ async function main() {
     sessions_open_at_end: stopped.open,
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
     platform_main_thread_cores: mainThreadCores,
+    ...(node ? {
+      workers: workerCount,
+      worker_thread_cpu_cores: workerCores,
+      note_workers: 'platform_cpu_cores is the whole node (every worker, the collector threads, the idle main thread); worker_thread_cpu_cores each worker\'s own thread; event_loop_delay_ms is the main thread\'s (idle): not a worker\'s; no backend-timed turns (platform_added_backend_timed_ms) with workers',
+    } : {}),
     ...(second ? {
       nodes: 2,
       note_nodes: 'platform_* (but platform_cpu_ms_per_talking_session_second), memory_* and event_loop_delay_ms are the first node, memory per the half of the sessions it holds; second_node is the other; platform_cpu_cores_all_nodes both',

@@ -4,6 +4,7 @@ import { claimDataDir, readControlFile } from './admin/control-file.ts';
 import { storeAdmin, type TeamAdmin } from './admin/service.ts';
 import { loadConfig } from './config.ts';
 import { startPlatform } from './platform.ts';
+import { startNode } from './threads/primary.ts';
 import { openDatabase } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 
@@ -20,7 +21,7 @@ Commands:
   beta grant|revoke         Turn a team's agent-platform beta access on or off
 
 Every command reads DATABASE_URL / PARLEY_DATA_DIR like the server. On the embedded store, a\ncommand reaches the server running on that data folder (PARLEY_DATA_DIR/server.json) instead\nof opening the folder beside it. Add --help to any command.`,
-  serve: `Usage: parley serve\n\nRuns the HTTP server on HOST:PORT (default 0.0.0.0:8080) with the store, shared state\nand inference backends the environment names (README: Configuration). SIGTERM or SIGINT\ndrains in-flight requests and exits 0.`,
+  serve: `Usage: parley serve\n\nRuns the HTTP server on HOST:PORT (default 0.0.0.0:8080) with the store, shared state\nand inference backends the environment names (README: Configuration), on PARLEY_WORKERS\nevent loops. SIGTERM or SIGINT drains in-flight requests and exits 0.`,
   migrate: `Usage: parley migrate\n\nApplies every pending migration in order, each once, under an advisory lock.`,
   'team create': `Usage: parley team create --name <name> [--beta] [--credit <amount>]\n\nCreates a team (with beta access when --beta, with starting credit in currency units)\nand prints its id and a new API key. The key is shown once.`,
   'key create': `Usage: parley key create --team <team_id> [--name <label>] [--expires <ISO date>]\n\nCreates an API key for the team and prints it once.`,
@@ -84,7 +85,8 @@ const micros = (amount: string): bigint => {
 };
 
 async function serve(): Promise<void> {
-  const platform = await startPlatform();
+  // Several event loops on one port (PARLEY_WORKERS > 1): worker threads, src/threads/.
+  const platform = loadConfig().workers > 1 ? await startNode() : await startPlatform();
   if (platform.bootstrapKey) {
     process.stdout.write(`\nParley API key for team ${platform.teamId} (shown once, keep it safe):\n\n  ${platform.bootstrapKey}\n\n`);
   }
@@ -104,6 +106,14 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  if ('failed' in platform) {
+    // A worker that stops unasked takes the node down: the process supervisor restarts it.
+    void platform.failed.then((why) => {
+      platform.log.error({ why }, 'a worker stopped: shutting the node down');
+      stopping = true;
+      platform.close().finally(() => process.exit(1));
+    });
+  }
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -46,8 +46,16 @@ export interface Config {
   livekit?: { url: string; apiKey: string; apiSecret: string };
   publicRatePerAgent: number;
   publicRatePerIp: number;
-  /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`); past it, creation answers 503. */
+  /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`, shared by its workers); past it, creation answers 503. */
   maxSessions: number;
+  /**
+   * Event loops (worker threads) of this node, all serving `PORT` (`PARLEY_WORKERS`; see
+   * `workerCount`). 1 is the single loop of the main thread. Several need DATABASE_URL and
+   * REDIS_URL: the embedded store and the in-memory shared state live in one thread.
+   */
+  workers: number;
+  /** Where `workers` came from, for /health: `PARLEY_WORKERS`, or the default and its reason. */
+  workersReason: string;
   /**
    * A node whose last beat is older than this is lost and its sessions are ended `node_lost`
    * (`PARLEY_NODE_STALE_MS`, default 20 s; nodes beat every quarter of it and sweep every half).
@@ -167,7 +175,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     : undefined;
   const inferenceBackends = str('INFERENCE_BACKENDS');
   const nativeFlag = str('PARLEY_NATIVE_BACKEND');
+  const workers = workerCount(env, { databaseUrl: str('DATABASE_URL'), redisUrl: str('REDIS_URL'), nativeBackend: nativeFlag !== undefined ? nativeFlag !== 'false' && nativeFlag !== '0' : !inferenceBackends });
   const config: Config = {
+    workers: workers.count,
+    workersReason: workers.reason,
     port: num('PORT', 8080),
     host: str('HOST') ?? '0.0.0.0',
     databaseUrl: str('DATABASE_URL'),
@@ -211,6 +222,29 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
 
 // ---------------------------------------------------------------------------------------------
 // Parsers of groups of variables
+
+/**
+ * `PARLEY_WORKERS`: how many event loops (worker threads) serve this node's port. Unset: one
+ * with the embedded store or the in-memory shared state (they live in one thread); else the
+ * cores (`os.availableParallelism()`) less what the native backend `npm start` launches needs:
+ * a quarter of them, at least one (its gRPC loop; its espeak threads work only while
+ * synthesising). An explicit value above 1 without DATABASE_URL and REDIS_URL is a start error.
+ */
+export function workerCount(env: Env, o: { databaseUrl?: string; redisUrl?: string; nativeBackend: boolean; cores?: number }): { count: number; reason: string } {
+  const raw = env.PARLEY_WORKERS?.trim();
+  const embedded = !o.databaseUrl || !o.redisUrl;
+  if (raw) {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`PARLEY_WORKERS must be a positive integer, got ${JSON.stringify(raw)}`);
+    if (n > 1 && embedded) throw new Error(`PARLEY_WORKERS=${n} needs DATABASE_URL and REDIS_URL: the embedded store and the in-memory shared state live in one thread (leave PARLEY_WORKERS unset or 1)`);
+    return { count: n, reason: 'PARLEY_WORKERS' };
+  }
+  if (embedded) return { count: 1, reason: 'the embedded store or the in-memory shared state (no DATABASE_URL and REDIS_URL) runs one worker: both live in one thread' };
+  const cores = o.cores ?? os.availableParallelism();
+  const backend = o.nativeBackend ? Math.max(1, Math.round(cores / 4)) : 0;
+  const count = Math.max(1, cores - backend);
+  return { count, reason: o.nativeBackend ? `${cores} cores, ${backend} left to the native backend` : `${cores} cores` };
+}
 
 /** `LIVEKIT_SIP_OUTBOUND_TRUNK_ID`, trimmed; null when unset or blank. */
 export function sipOutboundTrunkId(env: Env): string | null {

@@ -33,6 +33,16 @@ import type { VoiceDesignService } from './voice-design/service.ts';
 import type { WebhookWorker } from './webhooks/index.ts';
 import type { AnalysisWorker } from './analysis/index.ts';
 import type { PhoneRentalJob } from './phone-numbers/rental-job.ts';
+import type { Siblings } from './threads/siblings.ts';
+
+/** This platform's place in a node of several workers (`PARLEY_WORKERS`, src/threads/). */
+export interface WorkerRole {
+  index: number;
+  count: number;
+  siblings: Siblings;
+  /** The node's live sessions and admissions, shared by its workers (index 0). */
+  capacity: Int32Array;
+}
 
 /** The carriers this platform built: the sandbox's failure switches, LiveKit SIP when configured. */
 export interface Telephony {
@@ -64,6 +74,8 @@ export interface Wiring {
   startup: (phase: string) => void;
   /** The embedded store's folder claim (its admin token), when this process holds one. */
   claim: { token: string; release(): void } | undefined;
+  /** Set when this platform is one worker of several (`PARLEY_WORKERS`). */
+  worker: WorkerRole | undefined;
   // Offered by modules.
   db: Database;
   sql: Sql;

@@ -15,7 +15,8 @@ import type { InferenceClient, NativeProcess } from './inference/index.ts';
 import { inferenceModules } from './inference/module.ts';
 import { knowledgeModule } from './knowledge/module.ts';
 import { createLogger, type Logger } from './log.ts';
-import { startModules, type Module, type Telephony, type Wiring, type Workers } from './modules.ts';
+import { startModules, type Module, type Telephony, type WorkerRole, type Wiring, type Workers } from './modules.ts';
+import { workerMetrics } from './threads/metrics.ts';
 import { phoneCallsModule } from './phone-calls/module.ts';
 import { phoneNumbersModule } from './phone-numbers/module.ts';
 import { previewModule } from './preview/module.ts';
@@ -76,6 +77,8 @@ export interface StartOptions {
   statePrefix?: string;
   /** Where the browser-facing build is (default: the package's dist/, see scripts/build.mjs). */
   webDir?: string;
+  /** This platform is one worker of a node of several (`src/threads/worker.ts` sets it). */
+  worker?: WorkerRole;
 }
 
 /**
@@ -125,9 +128,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const mark = (phase: string) => void (startup[phase] = Math.round(performance.now() - began));
   const config = loadConfig(opts.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel, pii: config.logPii });
-  const metrics = new Metrics();
+  const worker = opts.worker;
+  // The process's own metrics (CPU, memory) are counted once per node: by its worker 0.
+  const metrics = new Metrics({ processMetrics: !worker || worker.index === 0 });
   const health = new Health();
-  const wiring: Partial<Wiring> = { config, log, health, metrics, startup: mark };
+  const wiring: Partial<Wiring> = { config, log, health, metrics, startup: mark, worker };
   const http = new HttpApp({
     log,
     metrics,
@@ -141,9 +146,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const binding = uwsBinding();
   if (!binding.native) log.error({ reason: binding.reason }, 'uWebSockets.js native binding missing; running on the slow fallback');
   health.register('http', async () => (binding.native ? { status: 'ok' } : { status: 'degraded', detail: binding.reason }), { requiredForReady: false });
+  health.register('workers', async () => ({
+    status: 'ok',
+    detail: worker ? `${worker.count} workers (${config.workersReason}); this answer is from worker ${worker.index}` : `1 worker (${config.workersReason})`,
+  }), { requiredForReady: false });
+  if (worker) workerMetrics(metrics, worker);
   mountOpsRoutes(http, health, metrics);
   mountWeb(http, { distDir: opts.webDir });
-  const port = await http.listen(config.host, config.port);
+  // A worker shares the port its node's main thread claimed (D-SCALE-2).
+  const port = await http.listen(config.host, config.port, { shared: !!worker });
   // The embedded store's folder is this process's alone: the CLI reaches it through this server.
   const localHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   let claim: { token: string; release(): void } | undefined;

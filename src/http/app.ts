@@ -182,10 +182,12 @@ export class HttpApp {
    * which let a second server started on a port that one already held bind it too and take a
    * share of its connections without an error. The exclusive flag makes that a failed start.
    */
-  listen(host: string, port: number): Promise<number> {
+  listen(host: string, port: number, o: { shared?: boolean } = {}): Promise<number> {
     return new Promise((resolve, reject) => {
       const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (token: uws.us_listen_socket | false) => void) => void;
-      listen.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, (token) => {
+      // `shared`: the workers of one node (PARLEY_WORKERS) listen on the port together, with
+      // SO_REUSEPORT, after the node's main thread claimed it alone (D-SCALE-2).
+      listen.call(this.app, host, port, o.shared ? 0 : LISTEN_EXCLUSIVE_PORT, (token) => {
         if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
         this.listenSocket = token;
         this.port = uws.us_socket_local_port(token);

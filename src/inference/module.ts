@@ -50,7 +50,7 @@ export function inferenceModules(): { launch: Module; connect: Module } {
  * Starts the native backend as a supervised child on `BACKEND_ADDRESS`, or on a free loopback
  * port when that is unset. An explicit address that is taken fails naming it and the variable.
  */
-async function launchNativeBackend(config: Config, log: Logger, onExit: (what: string) => void): Promise<NativeProcess> {
+export async function launchNativeBackend(config: Config, log: Logger, onExit: (what: string) => void): Promise<NativeProcess> {
   try {
     return await spawnNativeBackend({
       address: config.backendAddress ?? '127.0.0.1:0',

@@ -2,7 +2,8 @@ import { realClock } from '../../actors/clock.ts';
 import { nodeAt } from '../config.ts';
 import { defineModule } from '../modules.ts';
 import { SessionRegistry } from '../state/session-registry.ts';
-import { CONNECT_PATH, mountWebsocketTransport } from '../transport/websocket.ts';
+import { serveRelay } from '../transport/relay.ts';
+import { CONNECT_PATH, deliverText, greet, mountWebsocketTransport } from '../transport/websocket.ts';
 import { resolveVoice } from '../voices/service.ts';
 import { mountSessionRoutes } from './routes.ts';
 import { SessionRuntime } from './runtime.ts';
@@ -19,12 +20,16 @@ import { SessionService } from './service.ts';
  */
 export const sessionsModule = defineModule({
   name: 'sessions',
-  needs: ['http', 'config', 'log', 'sql', 'state', 'box', 'inference', 'metrics', 'recordings', 'port'],
-  async start({ http, config, log, sql, state, box, inference, metrics, recordings, port }, onClose) {
-    const node = nodeAt(config.node, config.host, port);
+  needs: ['http', 'config', 'log', 'sql', 'state', 'box', 'inference', 'metrics', 'recordings', 'port', 'worker'],
+  async start({ http, config, log, sql, state, box, inference, metrics, recordings, port, worker }, onClose) {
+    const base = nodeAt(config.node, config.host, port);
+    // Each worker of a node is a node of the registry, at the node's one public URL (D-SCALE-2).
+    const nodeIdOf = (i: number) => `${base.id}/w${i}`;
+    const node = worker ? { id: nodeIdOf(worker.index), url: base.url } : base;
+    worker?.siblings.nameNodes(nodeIdOf);
     const sessionRegistry = new SessionRegistry(state, { nodeId: node.id, url: `${node.url}${CONNECT_PATH}`, onError: (err) => log.warn({ err }, 'session registry refresh failed') });
     const runtime = new SessionRuntime({
-      recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, registry: metrics.registry,
+      recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, sharedCapacity: worker?.capacity, registry: metrics.registry,
       resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs,
     });
     await runtime.start();
@@ -32,7 +37,16 @@ export const sessionsModule = defineModule({
     const livekitAgents = config.livekit && lk ? new lk.agent.LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
     if (livekitAgents) onClose(() => livekitAgents.close());
     onClose(() => runtime.close(config.drainTimeoutMs));
-    mountWebsocketTransport(http, runtime, log);
+    if (worker) worker.siblings.serveRelays((sessionId, secret, p) => serveRelay(runtime, p, sessionId, secret, { log, greet, deliverText }));
+    const siblings = worker && {
+      relayTo: (owner: string, sessionId: string, secret: string) => {
+        const i = worker.siblings.workerOf(owner);
+        if (i === undefined) return undefined;
+        metrics.relays.inc();
+        return worker.siblings.relay(i, sessionId, secret);
+      },
+    };
+    mountWebsocketTransport(http, runtime, log, siblings);
     const sessions = new SessionService({
       sql,
       state,

@@ -271,6 +271,8 @@ export interface RuntimeOptions {
   log: Logger;
   clock: Clock;
   maxSessions: number;
+  /** The node's session count shared by its workers (`Supervisor` `shared`); unset: this runtime's own. */
+  sharedCapacity?: Int32Array;
   registry?: client.Registry;
   nodeId?: string;
   /** Node liveness: `src/sessions/node-reaper.ts` (beats, and ends the sessions of lost nodes). Default 20 s. */
@@ -303,7 +305,7 @@ export class SessionRuntime {
   constructor(private readonly o: RuntimeOptions) {
     this.clock = o.clock;
     this.nodeId = o.nodeId ?? `${os.hostname()}:${process.pid}`;
-    this.supervisor = new Supervisor({ maxSessions: o.maxSessions, clock: o.clock, registry: o.registry, log: o.log });
+    this.supervisor = new Supervisor({ maxSessions: o.maxSessions, shared: o.sharedCapacity, clock: o.clock, registry: o.registry, log: o.log });
   }
 
   /** Subscribes to `session-control` (end messages from any node). */
@@ -373,11 +375,16 @@ export class SessionRuntime {
    * secret (checked against the hash the owner registered).
    */
   async locate(sessionId: string, secret: string): Promise<string> {
+    return (await this.locateOwner(sessionId, secret)).url;
+  }
+
+  /** `locate`, with the owner's node id (a sibling worker of this node relays instead). */
+  async locateOwner(sessionId: string, secret: string): Promise<{ node: string; url: string }> {
     const owner = sessionId ? await this.o.sessionRegistry?.lookup(sessionId) : null;
     if (!owner || owner.node === this.nodeId) throw new ConnectRefused(4404, 'Session is not live');
     const expected = Buffer.from(owner.resume, 'hex');
     if (expected.length !== 32 || !timingSafeEqual(sha256(secret), expected)) throw new ConnectRefused(4401, 'Invalid resume secret');
-    return owner.url;
+    return { node: owner.node, url: owner.url };
   }
 
   /**

@@ -8,6 +8,13 @@ export class Metrics {
   readonly registry = new client.Registry();
   readonly requests: client.Counter<'method' | 'route' | 'status'>;
   readonly latency: client.Histogram<'method' | 'route' | 'status'>;
+  /** Resumed sockets whose frames went to the worker holding their session (`PARLEY_WORKERS`). */
+  readonly relays: client.Counter;
+  /**
+   * On a node of several workers: every worker's metrics, summed (`src/threads/`). Unset: this
+   * registry's own.
+   */
+  gather?: () => Promise<string>;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     this.requests = new client.Counter({
@@ -23,6 +30,11 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [this.registry],
     });
+    this.relays = new client.Counter({
+      name: 'parley_session_relays_total',
+      help: 'Resumed sockets that reached a worker not holding their session and were relayed to the one that does.',
+      registers: [this.registry],
+    });
     if (opts.processMetrics !== false) client.collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
   }
 
@@ -33,6 +45,6 @@ export class Metrics {
   }
 
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.gather ? this.gather() : this.registry.metrics();
   }
 }

@@ -17,6 +17,7 @@ import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/a
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
 import { guardFrames } from '../http/ws-frames.ts';
+import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
 /** Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio). */
@@ -46,6 +47,8 @@ interface UserData {
   closed: boolean;
   link?: ClientLink;
   live?: LiveSession;
+  /** Set when the session lives on a sibling worker of this node: the port carrying its frames. */
+  relay?: Relay;
   /** Input policing: audio bytes accepted, and when counting started. */
   inBytes: number;
   inStart: number;
@@ -75,7 +78,27 @@ export function parseClientEvent(text: string): ClientEvent | null {
   return { type: e.type as 'user.activity' | 'user.interrupt' | 'user.hangup' };
 }
 
-export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger): void {
+/** The first messages of a connection that reached its session (also sent through a relay). */
+export function greet(link: ClientLink, live: LiveSession, resumed: boolean): void {
+  link.message({ topic: 'session', type: 'session.started', sessionId: live.id, resume: live.resume, resumed, sampleRateHz: SESSION_SAMPLE_RATE_HZ });
+  link.message({ topic: 'lk.agent.state', state: live.handle.state });
+}
+
+/** A client's text frame, delivered to its session (malformed and unknown messages are ignored). */
+export function deliverText(live: LiveSession, text: string): void {
+  const e = parseClientEvent(text);
+  if (!e) return;
+  // A client tool's answer goes to the call that waits for it, not through the conversation.
+  if (e.type === 'client_tool.result') live.clientToolResult(e);
+  else live.handle.send(e);
+}
+
+/**
+ * Mounts the socket route. `siblings`, on a node of several workers (`PARLEY_WORKERS`), finds
+ * the worker of this node that holds a session a resume asks for, and carries the socket's
+ * frames there (`relay.ts`): one address stays one address.
+ */
+export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger, siblings?: { relayTo(node: string, sessionId: string, secret: string): Relay | undefined }): void {
   let droppedOut = 0;
   http.app.ws<UserData>(CONNECT_PATH, guardFrames({
     compression: 0,
@@ -127,8 +150,7 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         d.live = live;
         d.inStart = Date.now();
         live.attach(link);
-        link.message({ topic: 'session', type: 'session.started', sessionId: live.id, resume: live.resume, resumed, sampleRateHz: SESSION_SAMPLE_RATE_HZ });
-        link.message({ topic: 'lk.agent.state', state: live.handle.state });
+        greet(link, live, resumed);
       };
       const fail = (err: unknown) => {
         if (err instanceof ConnectRefused) return refuse(err.code, err.reason);
@@ -140,10 +162,19 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
           attach(runtime.resume(d.sessionId, d.resume), true);
         } catch (err) {
           if (!(err instanceof ConnectRefused && err.code === CLOSE.notLive)) return fail(err);
-          // Not live here: another node may hold it (session registry). The client reconnects
-          // there itself (D-SESS-5): no media is proxied.
-          runtime.locate(d.sessionId, d.resume).then((url) => {
-            link.message({ topic: 'session', type: 'session.moved', sessionId: d.sessionId, url });
+          // Not live here: another node may hold it (session registry). Another worker of this
+          // node gets the socket's frames (D-SCALE-2); another node's client reconnects there
+          // itself (D-SESS-5): no media is proxied between nodes.
+          runtime.locateOwner(d.sessionId, d.resume).then((owner) => {
+            if (d.closed) return;
+            const relay = siblings?.relayTo(owner.node, d.sessionId, d.resume);
+            if (relay) {
+              d.relay = relay;
+              d.inStart = Date.now();
+              relayFrom(relay, link);
+              return;
+            }
+            link.message({ topic: 'session', type: 'session.moved', sessionId: d.sessionId, url: owner.url });
             refuse(CLOSE.moved, 'Session is live on another node');
           }, fail);
         }
@@ -154,27 +185,33 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
     message: (ws, message, isBinary) => {
       const d = ws.getUserData();
       const live = d.live;
-      if (!live) return;
+      const relay = d.relay;
+      if (!live && !relay) return;
       if (isBinary) {
         const allowed = (Date.now() - d.inStart + INPUT_BURST_MS) * BYTES_PER_MS;
         if (d.inBytes + message.byteLength > allowed) return; // faster than real time: dropped
         d.inBytes += message.byteLength;
         // uWS reuses the ArrayBuffer after this callback: copy the frame.
-        live.handle.sendAudio(new Uint8Array(message.slice(0)));
+        const frame = message.slice(0);
+        if (relay) relay.postMessage({ t: 'audio', buf: frame } satisfies RelayedFrame, [frame]);
+        else live!.handle.sendAudio(new Uint8Array(frame));
         return;
       }
-      const e = parseClientEvent(Buffer.from(message).toString('utf8'));
-      if (!e) return;
-      // A client tool's answer goes to the call that waits for it, not through the conversation.
-      if (e.type === 'client_tool.result') live.clientToolResult(e);
-      else live.handle.send(e);
+      const text = Buffer.from(message).toString('utf8');
+      if (relay) relay.postMessage({ t: 'text', text } satisfies RelayedFrame);
+      else deliverText(live!, text);
     },
     close: (ws, code) => {
       const d = ws.getUserData();
       d.closed = true;
       // A close frame from the client (1000 normal, 1005 without a code) is the user leaving;
       // anything else (1006 abnormal, 1001 going away, timeouts) is a drop: reconnect allowed.
-      if (d.live && d.link) d.live.detach(d.link, code === 1000 || code === 1005 ? 'clean' : 'drop');
+      const how = code === 1000 || code === 1005 ? 'clean' : 'drop';
+      if (d.live && d.link) d.live.detach(d.link, how);
+      if (d.relay) {
+        // The owner closes the port once it has detached (a close here could lose the message).
+        d.relay.postMessage({ t: 'detach', how } satisfies RelayedFrame);
+      }
     },
   } as uws.WebSocketBehavior<UserData>));
 }
