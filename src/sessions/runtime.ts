@@ -22,7 +22,8 @@ import type { SharedState } from '../state/index.ts';
 import { registryKey, type SessionRegistry } from '../state/session-registry.ts';
 import { NodeReaper, STALE_MS } from './node-reaper.ts';
 import type { Sql } from '../store/db.ts';
-import { appendSessionItems, getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
+import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
+import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
 import { DEFAULT_VOICE_ID } from '../agent-config/defaults.ts';
 import { knowledgeRetriever } from '../knowledge/retrieval.ts';
@@ -284,6 +285,8 @@ export interface RuntimeOptions {
   sessionRegistry?: SessionRegistry;
   /** `host:port` entries the custom LLM client may reach despite the SSRF guard (`PARLEY_OUTBOUND_ALLOW`). */
   outboundAllow?: string[];
+  /** Bounds of the records kept while the store is unreachable (tests shorten the backoff). */
+  recordWriter?: Pick<RecordWriterOptions, 'maxPendingItems' | 'endRetryMs' | 'backoffMs'>;
   /** Per-speaker recording of sessions with `record_audio` (src/recordings/); none when unset. */
   recordings?: { start(sessionId: string, now: () => number): SessionRecorder };
 }
@@ -298,6 +301,8 @@ export class SessionRuntime {
   /** Name resolution for webhook tool calls of new sessions (default: the system's; tests inject one). */
   toolLookup?: Resolver;
   private readonly live = new Map<string, LiveSession>();
+  /** Records of ended sessions still waiting for the store. */
+  private readonly deferred = new Set<SessionRecordWriter>();
   private unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(private readonly o: RuntimeOptions) {
@@ -409,11 +414,10 @@ export class SessionRuntime {
     let link: ClientLink | null = null;
     let grace: unknown = null;
     const clock = this.clock;
-    // Store writes in order, one at a time; the end waits for them.
-    let writes: Promise<void> = Promise.resolve();
-    const record = (items: SessionItem[]) => {
-      writes = writes.then(() => appendSessionItems(this.o.sql, session.id, items)).catch((err) => log.error({ err }, 'session items not stored'));
-    };
+    // Store writes in order, one at a time; the end waits for them. While the store is
+    // unreachable they wait in memory and are retried (record-writer.ts).
+    const writer = new SessionRecordWriter({ sql: this.o.sql, sessionId: session.id, log, ...this.o.recordWriter });
+    const record = (items: SessionItem[]) => writer.add(items);
     // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
     let endWhenIdle: string | null = null;
     // Recording taps the audio outside the machine: caller frames as the session's handle takes
@@ -459,11 +463,15 @@ export class SessionRuntime {
         link = null;
         // The record is final before the client hears the end: a client that reads the session
         // as soon as it is told sees it ended, with its whole transcript.
+        // While the store is unreachable the client is told at once; the record follows when
+        // the store is back (retried, bounded in time).
         try {
-          await writes;
           // An endpoint that failed for good is a runtime failure, though the call ended in order.
           if (e.reason === 'llm_endpoint_failure') e = { ...e, status: 'failed' };
-          await markSessionEnded(this.o.sql, session.id, { status: e.status, reason: e.reason, metrics: { turns: e.turns } });
+          if ((await writer.finish({ status: e.status, reason: e.reason, metrics: { turns: e.turns } })) === 'deferred') {
+            this.deferred.add(writer);
+            void writer.done.then(() => this.deferred.delete(writer));
+          }
         } finally {
           if (l) {
             l.message({ topic: 'session', type: 'session.ended', reason: e.reason });
@@ -508,6 +516,13 @@ export class SessionRuntime {
     if (this.sweep) clearInterval(this.sweep);
     await this.unsubscribe?.().catch(() => {});
     await this.supervisor.drain('shutdown', timeoutMs);
+    // Records the store could not take yet get the rest of the time; what is left is logged.
+    if (this.deferred.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...this.deferred].map((w) => w.done)), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+      for (const w of this.deferred) w.stop();
+    }
     await this.o.sessionRegistry?.close();
     await this.reaper?.close({ forget: this.supervisor.size === 0 });
   }
