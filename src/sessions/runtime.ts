@@ -30,7 +30,8 @@ import { knowledgeRetriever } from '../knowledge/retrieval.ts';
 import type { SessionRecorder } from '../recordings/index.ts';
 import { customLlmGenerate, type LlmFailure } from './custom-llm.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
-import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL } from './service.ts';
+import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL, SESSION_TOKEN_TTL_MS } from './service.ts';
+import { isConnectionError } from '../errors.ts';
 import { createSessionTools, toolSystemValues, type ClientToolResult } from '../tools/runtime.ts';
 import type { Resolver } from '../net/index.ts';
 import { promptVariables, renderTemplate, systemVariables, worldContext, type VariableValue } from './variables.ts';
@@ -347,10 +348,21 @@ export class SessionRuntime {
     const release = this.supervisor.reserve();
     if (!release) throw new ConnectRefused(4503, 'Session capacity reached on this node');
     try {
-      const rt = await getSessionRuntime(this.o.sql, sessionId);
-      if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
-      if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
-      if (!(await markSessionActive(this.o.sql, sessionId, this.nodeId))) throw new ConnectRefused(4401, 'Invalid or expired token');
+      let rt: Awaited<ReturnType<typeof getSessionRuntime>>;
+      let activated: boolean;
+      try {
+        rt = await getSessionRuntime(this.o.sql, sessionId);
+        if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
+        if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
+        activated = await markSessionActive(this.o.sql, sessionId, this.nodeId);
+      } catch (err) {
+        if (!isConnectionError(err)) throw err;
+        // The store cannot be reached: the token is given back (the store's record still guards
+        // it against a second use) and the client may try again.
+        await this.o.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS).catch(() => {});
+        throw new ConnectRefused(4503, 'The database is unavailable: try again shortly');
+      }
+      if (!activated) throw new ConnectRefused(4401, 'Invalid or expired token');
       if (rt.config.llm?.custom && !this.o.box) {
         // Without the secret box the endpoint's key cannot be opened; never fall back to a platform model.
         await markSessionEnded(this.o.sql, sessionId, { status: 'failed', reason: 'llm_endpoint_failure' });

@@ -11,7 +11,7 @@ import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { createLogger } from '../../src/log.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
-import { connect, createSession, sleep } from '../e2e/session-helpers.ts';
+import { connect, createSession, rawSocket, sleep } from '../e2e/session-helpers.ts';
 import { allowWrites, endedSession, startReceiver, waitForLog } from '../webhooks/helpers.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL;
@@ -102,6 +102,8 @@ t.test('a live session keeps talking through the outage; its items and end are s
   };
 
   await turn('before the cut', 1);
+  const later = await createSession(app, agent);
+  const join = () => rawSocket(`${later.websocket_url}?token=${encodeURIComponent(later.token)}`);
   await proxy.cut();
   t.teardown(() => proxy.restore());
 
@@ -113,6 +115,7 @@ t.test('a live session keeps talking through the outage; its items and end are s
   const ended = await caller.convo.hangup();
   t.ok(ended, 'the caller hears the end while the store is down');
   t.equal((await app.req('GET', `/v1/agent/sessions/${session.session_id}`)).status, 503, 'the record cannot be read meanwhile');
+  t.match(await join().closed, { code: 4503, reason: /database is unavailable/ }, 'a connect meanwhile is told to try again');
   await sleep(1500);
 
   await proxy.restore();
@@ -133,8 +136,12 @@ t.test('a live session keeps talking through the outage; its items and end are s
   ], 'every turn, in order');
   const [row] = await app.db.sql<{ charged_micros: bigint }[]>`select charged_micros from sessions where id = ${session.session_id}`;
   t.ok(BigInt(row!.charged_micros) > 0n, 'charged');
-  const hook = await receiver.waitFor(1);
-  t.ok(hook.some((r) => r.url === '/ended' && JSON.parse(r.body).event === 'call.ended' && r.body.includes(session.session_id)), 'call.ended delivered');
+  const retried = join();
+  t.ok(await retried.started(), 'the same token connects once the store is back');
+  retried.ws.close();
+  const delivered = () => receiver.requests.some((r) => r.url === '/ended' && JSON.parse(r.body).event === 'call.ended' && r.body.includes(session.session_id));
+  await until('call.ended of the session', async () => delivered());
+  t.ok(delivered(), 'call.ended delivered');
 });
 
 t.test('a webhook queued before the cut is delivered after the store is back', async (t) => {
