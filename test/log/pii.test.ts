@@ -2,17 +2,15 @@
 // PARLEY_LOG_PII=true.
 import t from 'tap';
 import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 
 function capture(env: string | undefined) {
-  const saved = process.env.PARLEY_LOG_PII;
-  if (env === undefined) delete process.env.PARLEY_LOG_PII;
-  else process.env.PARLEY_LOG_PII = env;
+  // As the platform does: the environment read once into the configuration, the logger built from it.
+  const config = loadConfig(env === undefined ? {} : { PARLEY_LOG_PII: env });
   let out = '';
   const destination = new Writable({ write(chunk, _e, cb) { out += chunk; cb(); } });
-  const log = createLogger({ level: 'info', destination });
-  if (saved === undefined) delete process.env.PARLEY_LOG_PII;
-  else process.env.PARLEY_LOG_PII = saved;
+  const log = createLogger({ level: 'info', pii: config.logPii, destination });
   log.info({ sessionId: 'sess_1', pii: { transcript: 'my card is 4242' } }, 'turn taken');
   log.info({ tool: { pii: 'secret body' } }, 'tool called');
   return () => out;
