@@ -3,7 +3,7 @@
  * webhooks run against one platform node while a fault is injected; prints one JSON object
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
- *   npx tsx bench/chaos.ts [--fault backend] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *   npx tsx bench/chaos.ts [--fault backend|postgres] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -11,6 +11,11 @@
  *   within 30 s), how requests failed, sessions that ended before the callers hung up, and per
  *   session its recovery: from the kill to the start of the first question the caller asked
  *   after it that was heard and answered (callers ask again 1 s after each question until then).
+ *
+ * - `postgres` (needs DATABASE_URL): the node reaches Postgres through a TCP proxy
+ *   (`test/fixtures/tcp-proxy.ts`) that is cut at `--fault-at` for `--cut` seconds (default 5).
+ *   Reported besides: statuses of the synthesis requests, sessions joined but not ended, ended
+ *   without their caller's turns, and post-call webhooks missing.
  *
  * With DATABASE_URL / REDIS_URL the node uses Postgres / Redis; otherwise the embedded defaults.
  * The load (callers, synthesis clients, the webhook receiver) runs in a child process.
@@ -25,6 +30,7 @@ import { encodeText } from '../native/engines/synthetic/modem.ts';
 import { createLogger } from '../src/log.ts';
 import { startPlatform } from '../src/platform.ts';
 import { percentile, round } from './lib.ts';
+import { startTcpProxy } from '../test/fixtures/tcp-proxy.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const arg = (name: string, dflt: number) => {
@@ -182,7 +188,13 @@ async function load() {
 
 async function main() {
   const fault = process.argv.includes('--fault') ? process.argv[process.argv.indexOf('--fault') + 1] : 'backend';
-  if (fault !== 'backend') throw new Error(`unknown fault ${fault} (backend)`);
+  if (fault !== 'backend' && fault !== 'postgres') throw new Error(`unknown fault ${fault} (backend, postgres)`);
+  if (fault === 'postgres' && !process.env.DATABASE_URL) throw new Error('--fault postgres needs DATABASE_URL');
+  const cutS = arg('cut', 5);
+  // `postgres`: the node reaches the database through a proxy the fault cuts for `--cut` seconds.
+  const target = process.env.DATABASE_URL ? new URL(process.env.DATABASE_URL) : null;
+  const proxy = fault === 'postgres' && target ? await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }) : null;
+  const databaseUrl = proxy && target ? Object.assign(new URL(target), { host: proxy.address }).toString() : process.env.DATABASE_URL;
   const sessions = arg('sessions', 100);
   const streams = arg('streams', 20);
   const seconds = arg('seconds', 30);
@@ -210,7 +222,7 @@ async function main() {
     config: {
       host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'error',
       startNativeBackend: true, speechEngine: 'synthetic', maxSessions: 100_000,
-      databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL,
+      databaseUrl, redisUrl: process.env.REDIS_URL,
       outboundAllow: [`127.0.0.1:${hookPort}`],
     },
     dbSchema: process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined,
@@ -241,7 +253,11 @@ async function main() {
   const pid = backend.status().pid!;
   const killedAt = Date.now();
   child.send({ type: 'fault', at: killedAt });
-  process.kill(pid, 'SIGKILL');
+  let restoredAt: number | null = null;
+  if (proxy) {
+    await proxy.cut();
+    void sleep(cutS * 1000).then(() => proxy.restore()).then(() => (restoredAt = Date.now()));
+  } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
   let backAt: number | null = null;
   while (Date.now() - t0 < seconds * 1000) {
@@ -259,6 +275,13 @@ async function main() {
   const ended = Number((await platform.db.sql`select count(*)::int as n from sessions where status in ('completed', 'failed')`)[0]!.n);
   for (let i = 0; i < 150 && webhooks < ended; i++) await sleep(100);
   report.webhooks = { received: webhooks, sessionsEnded: ended };
+  // Records: every session someone joined must be ended, with the caller's turns stored.
+  const records = (await platform.db.sql`
+    select count(*) filter (where status in ('pending', 'active'))::int as not_ended,
+           count(*) filter (where status in ('completed', 'failed') and not exists (
+             select 1 from session_items i where i.session_id = s.id and i.type = 'message' and i.payload->>'role' = 'user'))::int as without_items,
+           count(*)::int as joined
+    from sessions s where started_at is not null`)[0] as { not_ended: number; without_items: number; joined: number };
 
   const rec = report.sessions.recoveryMs.sort((x, y) => x - y);
   process.stdout.write(`${JSON.stringify({
@@ -272,12 +295,14 @@ async function main() {
       // On the platform's clock: from a session's recognizer stream breaking to a new one open.
       recognizer_reopened: deafMs.length, deaf_ms: deafMs.length ? { p50: round(percentile(deafMs.sort((x, y) => x - y), 50)), p90: round(percentile(deafMs, 90)), max: deafMs.at(-1) } : null,
     },
+    ...(proxy ? { postgres: { cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, records, webhooks_lost: Math.max(0, ended - webhooks) } } : {}),
     error_log_lines: errorLogs,
     tts: report.tts,
     webhooks: report.webhooks,
   }, null, 2)}\n`);
   child.kill();
   await platform.close();
+  await proxy?.close();
   receiver.close();
   process.exit(0);
 }

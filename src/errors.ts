@@ -90,11 +90,40 @@ export function invalidField(loc: (string | number)[], msg: string, type = 'valu
 
 export const notFound = (what: string) => new ServiceError('not_found', `${what} not found`);
 
-/** Anything thrown that is not a ServiceError becomes an opaque 500; the cause is kept for the log. */
+/** Seconds a client is told to wait (`Retry-After`) when a dependency is unreachable. */
+export const DEPENDENCY_RETRY_AFTER_S = 2;
+
+/** A `503` for a dependency that cannot be reached now, with `Retry-After` (docs/reliability.md). */
+export function dependencyUnavailable(message: string, cause?: unknown): ServiceError {
+  return new ServiceError('unavailable', message, { cause, headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) } });
+}
+
+/**
+ * Anything thrown that is not a ServiceError becomes an opaque 500; the cause is kept for the log.
+ * A database that cannot be reached (`isConnectionError`) is a `503` with `Retry-After` instead.
+ */
 export function toServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
   if (isUnstorableText(err)) return new ServiceError('bad_request', 'Text contains a character that cannot be stored (a NUL or a lone surrogate)', { cause: err });
+  if (isConnectionError(err)) return dependencyUnavailable('The database is unavailable: try again shortly', err);
   return new ServiceError('internal', 'Internal server error', { cause: err });
+}
+
+/** Socket-level failures of a connection (Node's codes). */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN', 'EAI_AGAIN']);
+/** postgres.js's own connection failures. */
+const DRIVER_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT']);
+
+/**
+ * Whether `err` says the database could not be reached or dropped the connection (a restart, a
+ * network cut), rather than refused the statement: a socket error, a postgres.js connection
+ * error, SQLSTATE class 08 (connection exception) or 57P01–57P03 (admin or crash shutdown,
+ * cannot connect now). Such a failure is transient: the request may be retried.
+ */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return SOCKET_CODES.has(code) || DRIVER_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
 }
 
 /**

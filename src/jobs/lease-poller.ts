@@ -4,6 +4,7 @@
  * row with its own abort signal, keep at most `concurrency` in flight, and on close stop
  * polling, abort what runs and wait for it (each worker's run hands its row back on abort).
  */
+import { isConnectionError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
 export interface LeasePollerOptions<Row> {
@@ -26,6 +27,8 @@ export class LeasePoller<Row> {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private stopped = true;
+  /** Polls failed in a row. */
+  private failing = 0;
 
   constructor(private readonly o: LeasePollerOptions<Row>) {}
 
@@ -68,9 +71,14 @@ export class LeasePoller<Row> {
     this.timer = setTimeout(() => {
       this.ticking = this.tick()
         .then(
-          () => undefined,
+          () => {
+            if (this.failing) this.o.log.info({ failedPolls: this.failing }, `${this.o.name} queue poll resumed`);
+            this.failing = 0;
+          },
           (err) => {
-            if (!this.stopped) this.o.log.warn({ err }, `${this.o.name} queue poll failed`);
+            if (this.stopped) return;
+            // A store outage fails every poll until it ends: one warning, then the count at resume.
+            if (this.failing++ === 0 || !isConnectionError(err)) this.o.log.warn({ err: isConnectionError(err) ? String(err) : err }, `${this.o.name} queue poll failed`);
           },
         )
         .finally(() => {

@@ -22,14 +22,16 @@ import type { SharedState } from '../state/index.ts';
 import { registryKey, type SessionRegistry } from '../state/session-registry.ts';
 import { NodeReaper, STALE_MS } from './node-reaper.ts';
 import type { Sql } from '../store/db.ts';
-import { appendSessionItems, getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
+import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
+import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
 import { DEFAULT_VOICE_ID } from '../agent-config/defaults.ts';
 import { knowledgeRetriever } from '../knowledge/retrieval.ts';
 import type { SessionRecorder } from '../recordings/index.ts';
 import { customLlmGenerate, type LlmFailure } from './custom-llm.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
-import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL } from './service.ts';
+import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL, SESSION_TOKEN_TTL_MS } from './service.ts';
+import { isConnectionError } from '../errors.ts';
 import { createSessionTools, toolSystemValues, type ClientToolResult } from '../tools/runtime.ts';
 import type { Resolver } from '../net/index.ts';
 import { promptVariables, renderTemplate, systemVariables, worldContext, type VariableValue } from './variables.ts';
@@ -286,6 +288,8 @@ export interface RuntimeOptions {
   sessionRegistry?: SessionRegistry;
   /** `host:port` entries the custom LLM client may reach despite the SSRF guard (`PARLEY_OUTBOUND_ALLOW`). */
   outboundAllow?: string[];
+  /** Bounds of the records kept while the store is unreachable (tests shorten the backoff). */
+  recordWriter?: Pick<RecordWriterOptions, 'maxPendingItems' | 'endRetryMs' | 'backoffMs'>;
   /** Per-speaker recording of sessions with `record_audio` (src/recordings/); none when unset. */
   recordings?: { start(sessionId: string, now: () => number): SessionRecorder };
 }
@@ -300,6 +304,8 @@ export class SessionRuntime {
   /** Name resolution for webhook tool calls of new sessions (default: the system's; tests inject one). */
   toolLookup?: Resolver;
   private readonly live = new Map<string, LiveSession>();
+  /** Records of ended sessions still waiting for the store. */
+  private readonly deferred = new Set<SessionRecordWriter>();
   private unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(private readonly o: RuntimeOptions) {
@@ -344,10 +350,21 @@ export class SessionRuntime {
     const release = this.supervisor.reserve();
     if (!release) throw new ConnectRefused(4503, 'Session capacity reached on this node');
     try {
-      const rt = await getSessionRuntime(this.o.sql, sessionId);
-      if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
-      if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
-      if (!(await markSessionActive(this.o.sql, sessionId, this.nodeId))) throw new ConnectRefused(4401, 'Invalid or expired token');
+      let rt: Awaited<ReturnType<typeof getSessionRuntime>>;
+      let activated: boolean;
+      try {
+        rt = await getSessionRuntime(this.o.sql, sessionId);
+        if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
+        if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
+        activated = await markSessionActive(this.o.sql, sessionId, this.nodeId);
+      } catch (err) {
+        if (!isConnectionError(err)) throw err;
+        // The store cannot be reached: the token is given back (the store's record still guards
+        // it against a second use) and the client may try again.
+        await this.o.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS).catch(() => {});
+        throw new ConnectRefused(4503, 'The database is unavailable: try again shortly');
+      }
+      if (!activated) throw new ConnectRefused(4401, 'Invalid or expired token');
       if (rt.config.llm?.custom && !this.o.box) {
         // Without the secret box the endpoint's key cannot be opened; never fall back to a platform model.
         await markSessionEnded(this.o.sql, sessionId, { status: 'failed', reason: 'llm_endpoint_failure' });
@@ -416,11 +433,10 @@ export class SessionRuntime {
     let link: ClientLink | null = null;
     let grace: unknown = null;
     const clock = this.clock;
-    // Store writes in order, one at a time; the end waits for them.
-    let writes: Promise<void> = Promise.resolve();
-    const record = (items: SessionItem[]) => {
-      writes = writes.then(() => appendSessionItems(this.o.sql, session.id, items)).catch((err) => log.error({ err }, 'session items not stored'));
-    };
+    // Store writes in order, one at a time; the end waits for them. While the store is
+    // unreachable they wait in memory and are retried (record-writer.ts).
+    const writer = new SessionRecordWriter({ sql: this.o.sql, sessionId: session.id, log, ...this.o.recordWriter });
+    const record = (items: SessionItem[]) => writer.add(items);
     // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
     let endWhenIdle: string | null = null;
     // Recording taps the audio outside the machine: caller frames as the session's handle takes
@@ -466,11 +482,15 @@ export class SessionRuntime {
         link = null;
         // The record is final before the client hears the end: a client that reads the session
         // as soon as it is told sees it ended, with its whole transcript.
+        // While the store is unreachable the client is told at once; the record follows when
+        // the store is back (retried, bounded in time).
         try {
-          await writes;
           // An endpoint that failed for good is a runtime failure, though the call ended in order.
           if (e.reason === 'llm_endpoint_failure') e = { ...e, status: 'failed' };
-          await markSessionEnded(this.o.sql, session.id, { status: e.status, reason: e.reason, metrics: { turns: e.turns } });
+          if ((await writer.finish({ status: e.status, reason: e.reason, metrics: { turns: e.turns } })) === 'deferred') {
+            this.deferred.add(writer);
+            void writer.done.then(() => this.deferred.delete(writer));
+          }
         } finally {
           if (l) {
             l.message({ topic: 'session', type: 'session.ended', reason: e.reason });
@@ -515,6 +535,13 @@ export class SessionRuntime {
     if (this.sweep) clearInterval(this.sweep);
     await this.unsubscribe?.().catch(() => {});
     await this.supervisor.drain('shutdown', timeoutMs);
+    // Records the store could not take yet get the rest of the time; what is left is logged.
+    if (this.deferred.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...this.deferred].map((w) => w.done)), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+      for (const w of this.deferred) w.stop();
+    }
     await this.o.sessionRegistry?.close();
     await this.reaper?.close({ forget: this.supervisor.size === 0 });
   }

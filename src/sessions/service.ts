@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { analysisEntity, toAnalysisView } from '../analysis/index.ts';
 import { z } from 'zod';
-import { ServiceError, notFound } from '../errors.ts';
+import { ServiceError, dependencyUnavailable, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../ids.ts';
@@ -454,7 +454,7 @@ export class SessionService {
     } catch (err) {
       // Nobody can ever join: end it at once so the hold is refunded.
       await markSessionEnded(this.deps.sql, row.id, { status: 'failed', reason: 'token_store_unavailable' }).catch(() => {});
-      throw new ServiceError('unavailable', 'Session token store is unavailable', { cause: err });
+      throw dependencyUnavailable('Session token store is unavailable: try again shortly', err);
     }
 
     const out: SessionCreated = {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { ServiceError } from '../errors.ts';
+import { ServiceError, dependencyUnavailable } from '../errors.ts';
 import {
   type HitResult,
   type MessageHandler,
@@ -88,7 +88,7 @@ export async function connectRedisState(options: RedisStateOptions): Promise<Red
     await client.ping();
   } catch (err) {
     client.disconnect();
-    throw new ServiceError('unavailable', 'Redis is unreachable', { cause: err });
+    throw dependencyUnavailable('Redis is unreachable', err);
   }
   return new RedisState(client, options);
 }
@@ -287,10 +287,12 @@ export class RedisState implements SharedState {
     try {
       return await command();
     } catch (err) {
-      if (err instanceof Error && err.name === 'ReplyError') {
+      // A Redis that is starting (LOADING its data set) or has lost its primary refuses
+      // commands for a while: unavailable, like a dropped connection.
+      if (err instanceof Error && err.name === 'ReplyError' && !/^(LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message)) {
         throw new ServiceError('internal', 'Shared state command failed', { cause: err });
       }
-      throw new ServiceError('unavailable', 'Shared state is unavailable', { cause: err });
+      throw dependencyUnavailable('Shared state is unavailable: try again shortly', err);
     }
   }
 }

@@ -35,6 +35,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.databaseUrl) {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
     const sql = connect(opts.databaseUrl, opts.max ?? 10, opts.schema);
+    await loadTypesOnce(sql);
     return { sql, kind: 'postgres', url: opts.databaseUrl, ping: () => ping(sql), close: () => sql.end({ timeout: 5 }) };
   }
   const { PGlite } = await import('@electric-sql/pglite');
@@ -54,6 +55,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   // another collide: "portal does not exist"). One connection serialises them; postgres.js
   // still pipelines queries on it, and a transaction has it to itself.
   const sql = connect(url, 1, undefined);
+  await loadTypesOnce(sql);
   return {
     sql,
     kind: 'pglite',
@@ -67,15 +69,43 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   };
 }
 
+/**
+ * Seconds a connection attempt may take. Short, so a request that needs the store while it is
+ * unreachable fails fast (a `503`, docs/reliability.md "Faults") instead of waiting.
+ */
+export const CONNECT_TIMEOUT_S = 3;
+
+/**
+ * Seconds before a closed connection reconnects after `retries` failures in a row: 50 ms
+ * doubling, at most 0.25 s. postgres.js's default grows to 20 s, which kept the pool away for
+ * that long after the database was back, and made each request queue behind it meanwhile.
+ */
+export function reconnectDelayS(retries: number): number {
+  return Math.min(0.05 * 2 ** Math.max(0, retries - 1), 0.25);
+}
+
 function connect(url: string, max: number, schema: string | undefined): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
     idle_timeout: 30,
-    connect_timeout: 10,
+    connect_timeout: CONNECT_TIMEOUT_S,
+    backoff: reconnectDelayS,
     connection: schema ? { search_path: schema } : {},
     types: { bigint: postgres.BigInt },
   }) as unknown as Sql;
+}
+
+/**
+ * postgres.js reads the server's array types on every new connection, in a promise nobody
+ * awaits: a connection reset during that read (the database restarting just as the pool
+ * reconnects) was an unhandled rejection, which ends the process. The types are the same for
+ * the whole pool, so they are read once here, by the first connection, and kept (the parsers
+ * live in the pool's shared options); later connections skip the read.
+ */
+async function loadTypesOnce(sql: Sql): Promise<void> {
+  await sql`select 1`;
+  (sql.options as { fetch_types: boolean }).fetch_types = false;
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {

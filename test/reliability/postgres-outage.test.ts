@@ -1,0 +1,162 @@
+/**
+ * Postgres restarted, as the platform sees it: a TCP proxy in front of the real server is cut
+ * (every connection reset, new ones refused) and restored. Requests that need the store answer
+ * `503` with `Retry-After` (never a 500), `/ready` follows the outage both ways, a live session
+ * keeps talking and its record is complete once the store is back, and a webhook queued before
+ * the cut is delivered after it (docs/reliability.md, "Faults").
+ */
+import t from 'tap';
+import { Writable } from 'node:stream';
+import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { createLogger } from '../../src/log.ts';
+import { makeAgent } from '../agent/sessions-helpers.ts';
+import { connect, createSession, rawSocket, sleep } from '../e2e/session-helpers.ts';
+import { allowWrites, endedSession, startReceiver, waitForLog } from '../webhooks/helpers.ts';
+
+const DATABASE_URL = process.env.DATABASE_URL;
+if (!DATABASE_URL) {
+  t.plan(0, 'needs DATABASE_URL: the outage is a proxy in front of a real Postgres');
+  process.exit(0);
+}
+
+const target = new URL(DATABASE_URL);
+const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+const viaProxy = new URL(DATABASE_URL);
+viaProxy.host = proxy.address;
+
+// The first request to /queued fails: its retry falls in the outage (third test).
+let failQueued = 1;
+const receiver = await startReceiver((r, res) => {
+  if (r.url !== '/queued' || failQueued-- <= 0) return false;
+  res.writeHead(500).end('nope');
+  return true;
+});
+allowWrites(t, `127.0.0.1:${receiver.port}`);
+
+const lines: { level: number; msg: string; err?: unknown }[] = [];
+const sink = new Writable({
+  write(chunk, _enc, cb) {
+    for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+    cb();
+  },
+});
+const app = await startTestServer({
+  backend: 'synthetic',
+  config: { databaseUrl: viaProxy.toString(), outboundAllow: [`127.0.0.1:${receiver.port}`], webhookBackoffMs: [1500] },
+  log: createLogger({ level: 'warn', destination: sink }),
+});
+t.teardown(async () => {
+  await proxy.restore();
+  await app.close();
+  await proxy.close();
+  await receiver.close();
+});
+
+/** Polls until `pred` holds; fails the test after `ms` (a bound, not a timing assertion). */
+async function until(what: string, pred: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const ready = async () => (await app.req('GET', '/ready')).status;
+
+t.test('requests that need the store answer 503 with Retry-After while it is unreachable; /ready follows', async (t) => {
+  const agent = await makeAgent(app);
+  t.equal(await ready(), 200);
+  const before = lines.length;
+  await proxy.cut();
+  t.teardown(() => proxy.restore());
+  // The key is cached for 2 s after its last use: wait it out so the key lookup meets the outage too.
+  await sleep(2100);
+  for (const [method, path, body] of [
+    ['GET', `/v1/agent/agents/${agent}`],
+    ['POST', '/v1/agent/sessions', { agent_id: agent }],
+    ['GET', '/v1/agent/agents'],
+  ] as const) {
+    const r = await app.req(method, path, body);
+    t.equal(r.status, 503, `${method} ${path}`);
+    t.equal(r.headers.get('retry-after'), '2', 'Retry-After');
+    t.match(r.body, { status: 503, message: /database is unavailable/ });
+  }
+  await until('/ready to say 503', async () => (await ready()) === 503);
+  const body = (await app.req('GET', '/ready')).body;
+  t.equal(body.components.database.status, 'down');
+  t.same(lines.slice(before).filter((l) => l.level >= 50).map((l) => l.msg), [], 'no error-level log for an unreachable store');
+
+  await proxy.restore();
+  await until('/ready to say 200 again', async () => (await ready()) === 200);
+  t.equal((await app.req('GET', `/v1/agent/agents/${agent}`)).status, 200, 'requests are served again');
+});
+
+t.test('a live session keeps talking through the outage; its items and end are stored once the store is back', async (t) => {
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' }, webhooks: { post_call: [{ url: `${receiver.url}/ended` }] } } });
+  const session = await createSession(app, agent);
+  const caller = await connect(session);
+  const turn = async (text: string, n: number) => {
+    caller.convo.sendUserMessage(text, { audio: false });
+    await caller.waitFor(() => caller.finals('agent').length === n, 15_000, `the reply to ${text}`);
+  };
+
+  await turn('before the cut', 1);
+  const later = await createSession(app, agent);
+  const join = () => rawSocket(`${later.websocket_url}?token=${encodeURIComponent(later.token)}`);
+  await proxy.cut();
+  t.teardown(() => proxy.restore());
+
+  await turn('during the cut', 2);
+
+  await turn('still during the cut', 3);
+  t.same(caller.finals('agent'), ['You said: before the cut', 'You said: during the cut', 'You said: still during the cut'], 'the agent answered throughout');
+
+  const ended = await caller.convo.hangup();
+  t.ok(ended, 'the caller hears the end while the store is down');
+  t.equal((await app.req('GET', `/v1/agent/sessions/${session.session_id}`)).status, 503, 'the record cannot be read meanwhile');
+  t.match(await join().closed, { code: 4503, reason: /database is unavailable/ }, 'a connect meanwhile is told to try again');
+  await sleep(1500);
+
+  await proxy.restore();
+
+  let rec: any;
+  await until('the record to be complete', async () => {
+    const r = await app.req('GET', `/v1/agent/sessions/${session.session_id}`);
+    rec = r.body;
+    return r.status === 200 && rec.status !== 'active';
+  });
+  t.equal(rec.status, 'completed');
+  t.equal(rec.ended_reason, 'user_hangup');
+  const messages = rec.items.filter((i: any) => i.type === 'message').map((i: any) => [i.role, i.content]);
+  t.same(messages, [
+    ['user', 'before the cut'], ['assistant', 'You said: before the cut'],
+    ['user', 'during the cut'], ['assistant', 'You said: during the cut'],
+    ['user', 'still during the cut'], ['assistant', 'You said: still during the cut'],
+  ], 'every turn, in order');
+  const [row] = await app.db.sql<{ charged_micros: bigint }[]>`select charged_micros from sessions where id = ${session.session_id}`;
+  t.ok(BigInt(row!.charged_micros) > 0n, 'charged');
+  const retried = join();
+  t.ok(await retried.started(), 'the same token connects once the store is back');
+  retried.ws.close();
+  const delivered = () => receiver.requests.some((r) => r.url === '/ended' && JSON.parse(r.body).event === 'call.ended' && r.body.includes(session.session_id));
+  await until('call.ended of the session', async () => delivered());
+  t.ok(delivered(), 'call.ended delivered');
+});
+
+t.test('a webhook queued before the cut is delivered after the store is back', async (t) => {
+  const { sessionId } = await endedSession(app, [{ url: `${receiver.url}/queued` }]);
+  let seen: any[] = [];
+  await until('the failed first attempt to be recorded', async () => {
+    seen = (await app.req('GET', `/v1/agent/sessions/${sessionId}/webhook-deliveries`)).body.deliveries;
+    return seen.some((d) => d.attempts === 1 && d.status === 'pending');
+  }, 10_000).catch((err) => { throw new Error(`${err.message}: ${JSON.stringify(seen)}`); });
+  await proxy.cut();
+  t.teardown(() => proxy.restore());
+  await sleep(3000); // the retry is due meanwhile: its poll meets the outage
+  t.equal(receiver.requests.filter((r) => r.url === '/queued').length, 1, 'nothing delivered while the queue is unreachable');
+  await proxy.restore();
+  const log = await waitForLog(app, sessionId, (d) => d[0]?.status === 'delivered');
+  t.equal(log[0].attempts, 2);
+  t.equal(receiver.requests.filter((r) => r.url === '/queued').length, 2, 'delivered once after the outage');
+});

@@ -1,0 +1,75 @@
+/**
+ * Redis restarted, as the platform sees it: a TCP proxy in front of the real server is cut and
+ * restored. Meanwhile what needs shared state answers `503` with `Retry-After`; afterwards it
+ * works again. Tokens live only in Redis: a restart without persistence forgets them (a token
+ * issued before is refused after, a new one works), and a token brought back by a restart from
+ * an older snapshot is still refused once used (the store's record says the session started).
+ */
+import t from 'tap';
+import { Redis } from 'ioredis';
+import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { makeAgent } from '../agent/sessions-helpers.ts';
+import { createSession, rawSocket } from '../e2e/session-helpers.ts';
+import { sessionTokenKey } from '../../src/sessions/service.ts';
+
+const REDIS_URL = process.env.REDIS_URL;
+if (!REDIS_URL) {
+  t.plan(0, 'needs REDIS_URL: the outage is a proxy in front of a real Redis');
+  process.exit(0);
+}
+
+const target = new URL(REDIS_URL);
+const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+const viaProxy = new URL(REDIS_URL);
+viaProxy.host = proxy.address;
+const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString() } });
+const direct = new Redis(REDIS_URL);
+t.teardown(async () => {
+  await proxy.restore();
+  await app.close();
+  await proxy.close();
+  direct.disconnect();
+});
+
+const join = (s: { websocket_url: string; token: string }) => rawSocket(`${s.websocket_url}?token=${encodeURIComponent(s.token)}`);
+
+t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, new ones work', async (t) => {
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } } });
+  const unused = await createSession(app, agent);
+  const used = await createSession(app, agent);
+  const first = join(used);
+  t.ok(await first.started(), 'the used token connected');
+
+  await proxy.cut();
+  t.teardown(() => proxy.restore());
+  const r = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  t.equal(r.status, 503, 'session creation needs the token store');
+  t.equal(r.headers.get('retry-after'), '2');
+  t.match(r.body.message, /unavailable/);
+  const tts = await app.req('POST', '/v1/tts', { text: 'hello' });
+  t.equal(tts.status, 503, 'synthesis needs shared state (its concurrency slots)');
+  t.equal(tts.headers.get('retry-after'), '2');
+
+  // A restart without persistence forgets every key; one from an older snapshot brings back the spent token.
+  const keys = await direct.keys(`${app.state.prefix}*`);
+  if (keys.length) await direct.del(...keys);
+  await direct.set(`${app.state.prefix}v:${sessionTokenKey(used.token)}`, used.session_id, 'PX', 60_000);
+  await proxy.restore();
+
+  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  for (let i = 0; i < 50 && created.status === 503; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  }
+  t.equal(created.status, 200, 'session creation works again');
+
+  const forgotten = join(unused);
+  t.match(await forgotten.closed, { code: 4401 }, 'a token issued before the restart is refused after it');
+  const again = join(used);
+  t.match(await again.closed, { code: 4401 }, 'a spent token brought back by the restart is refused: never used twice');
+  const fresh = join(created.body);
+  t.ok(await fresh.started(), 'a new token works');
+  fresh.ws.close();
+  first.ws.close();
+});
