@@ -21,6 +21,14 @@ export class Health {
     this.done = undefined;
   }
 
+  /**
+   * A component changed state (the native backend exited): the next call runs the checks
+   * instead of serving the last report, so a crash that recovers within `maxAgeMs` is seen.
+   */
+  changed(): void {
+    this.done = undefined;
+  }
+
   private done?: { at: number; value: HealthReport };
   private inflight?: Promise<HealthReport>;
 

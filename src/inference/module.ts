@@ -13,9 +13,13 @@ export function inferenceModules(): { launch: Module; connect: Module } {
   let lastExit = '';
   const launch = defineModule({
     name: 'native-backend',
-    needs: ['config', 'log'],
-    start({ config, log }, onClose) {
-      starting = config.startNativeBackend ? launchNativeBackend(config, log, (exit) => (lastExit = exit)) : Promise.resolve(undefined);
+    needs: ['config', 'log', 'health'],
+    start({ config, log, health }, onClose) {
+      const exited = (exit: string) => {
+        lastExit = exit;
+        health.changed();
+      };
+      starting = config.startNativeBackend ? launchNativeBackend(config, log, exited) : Promise.resolve(undefined);
       starting.catch(() => {}); // awaited by `connect`; a failure surfaces there
       onClose(async () => (await starting.catch(() => undefined))?.stop());
     },
