@@ -8,9 +8,9 @@ import * as grpc from '@grpc/grpc-js';
 import { StreamResampler } from '../audio.ts';
 import type { Timed } from '../engines/types.ts';
 import { StatusError } from '../status.ts';
-import { providerRequest, socketUrl, type CallScope, type Provider } from './http.ts';
+import { socketUrl, type CallScope, type Provider } from './http.ts';
 import { languageCode, MIN_UPLOAD_MS, type Transcript, type TranscriptionProvider } from './transcription.ts';
-import { turnTaking, type Recognizer } from './turns.ts';
+import { socketTranscription } from './socket-transcription.ts';
 import type { TurnDetectorFactory } from './vad.ts';
 import { openSocket, type ProviderSocket } from './ws.ts';
 
@@ -140,33 +140,5 @@ class ScribeSession {
 }
 
 export function createElevenLabsTranscription(p: Provider, detector: TurnDetectorFactory): TranscriptionProvider {
-  return {
-    provider: p,
-    async transcribe(pcm, rateHz, language, scope) {
-      const s = new ScribeSession(p, rateHz, language, scope);
-      try {
-        s.append(pcm);
-        return await s.commit();
-      } finally {
-        s.close();
-      }
-    },
-    stream(rateHz, language, scope, onEvent, onError) {
-      const s = new ScribeSession(p, rateHz, language, scope);
-      const recognizer: Recognizer = {
-        begin: (preroll) => s.append(preroll),
-        audio: (pcm) => s.append(pcm),
-        finish: () => s.commit(),
-        close: () => s.close(),
-      };
-      const t = turnTaking(rateHz, detector, recognizer, onEvent, onError);
-      s.onPartial = (text) => recognizer.onPartial?.(text);
-      s.onFailure = onError;
-      return t;
-    },
-    async probe(scope) {
-      const res = await providerRequest(p, `${p.settings.baseUrl}/v1/models`, { method: 'GET' }, scope);
-      res.close();
-    },
-  };
+  return socketTranscription(p, detector, (rateHz, language, scope) => new ScribeSession(p, rateHz, language, scope), '/v1/models');
 }

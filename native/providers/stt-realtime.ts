@@ -8,9 +8,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { StreamResampler } from '../audio.ts';
 import { StatusError } from '../status.ts';
-import { providerRequest, socketUrl, type CallScope, type Provider } from './http.ts';
+import { socketUrl, type CallScope, type Provider } from './http.ts';
 import { languageCode, MIN_UPLOAD_MS, type Transcript, type TranscriptionProvider } from './transcription.ts';
-import { turnTaking, type Recognizer } from './turns.ts';
+import { socketTranscription } from './socket-transcription.ts';
 import type { TurnDetectorFactory } from './vad.ts';
 import { openSocket, type ProviderSocket } from './ws.ts';
 
@@ -149,33 +149,5 @@ class RealtimeSession {
 }
 
 export function createRealtimeTranscription(p: Provider, detector: TurnDetectorFactory): TranscriptionProvider {
-  return {
-    provider: p,
-    async transcribe(pcm, rateHz, language, scope) {
-      const s = new RealtimeSession(p, rateHz, language, scope);
-      try {
-        s.append(pcm);
-        return await s.commit();
-      } finally {
-        s.close();
-      }
-    },
-    stream(rateHz, language, scope, onEvent, onError) {
-      const s = new RealtimeSession(p, rateHz, language, scope);
-      const recognizer: Recognizer = {
-        begin: (preroll) => s.append(preroll),
-        audio: (pcm) => s.append(pcm),
-        finish: () => s.commit(),
-        close: () => s.close(),
-      };
-      const t = turnTaking(rateHz, detector, recognizer, onEvent, onError);
-      s.onPartial = (text) => recognizer.onPartial?.(text);
-      s.onFailure = onError;
-      return t;
-    },
-    async probe(scope) {
-      const res = await providerRequest(p, `${p.settings.baseUrl}/models`, { method: 'GET' }, scope);
-      res.close();
-    },
-  };
+  return socketTranscription(p, detector, (rateHz, language, scope) => new RealtimeSession(p, rateHz, language, scope), '/models');
 }
