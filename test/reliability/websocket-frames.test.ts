@@ -4,33 +4,14 @@
  */
 import t from 'tap';
 import WebSocket from 'ws';
+import { wsEndpoints } from '../helpers/fuzz-ws.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const app = await startTestServer({ backend: 'synthetic' });
 t.teardown(() => app.close());
+/** Each endpoint with its documented message limit and how to open it (shared with the fuzzer). */
+const endpoints = await wsEndpoints(app);
 const ws = app.url.replace(/^http/, 'ws');
-const agent = (await app.req('POST', '/v1/agent/agents', { name: 'frames' })).body;
-await app.req('POST', `/v1/agent/agents/${agent.agent_id}/publish`);
-
-const MiB = 1024 * 1024;
-/** Each endpoint with its documented message limit and how to open it. */
-const endpoints: { name: string; limit: number; url: () => Promise<string>; headers: Record<string, string> }[] = [
-  { name: 'tts live', limit: 32 * MiB, url: async () => `${ws}/v1/tts/live`, headers: app.auth },
-  { name: 'openai realtime', limit: 32 * MiB, url: async () => `${ws}/compat/v1/realtime?model=gpt-realtime`, headers: app.auth },
-  { name: 'elevenlabs stream-input', limit: 32 * MiB, url: async () => `${ws}/compat/elevenlabs/v1/text-to-speech/default/stream-input`, headers: { 'xi-api-key': app.key } },
-  { name: 'elevenlabs multi-stream-input', limit: 32 * MiB, url: async () => `${ws}/compat/elevenlabs/v1/text-to-speech/default/multi-stream-input`, headers: { 'xi-api-key': app.key } },
-  { name: 'elevenlabs realtime stt', limit: 32 * MiB, url: async () => `${ws}/compat/elevenlabs/v1/speech-to-text/realtime`, headers: { 'xi-api-key': app.key } },
-  { name: 'sandbox phone', limit: 64 * 1024, url: async () => `${ws}/v1/telephony/sandbox/calls?line=%2B15550100`, headers: app.auth },
-  {
-    name: 'agent session',
-    limit: 64 * 1024,
-    url: async () => {
-      const s = (await app.req('POST', '/v1/agent/sessions', { agent_id: agent.agent_id })).body;
-      return `${s.websocket_url}?token=${s.token}`;
-    },
-    headers: {},
-  },
-];
 
 function open(url: string, headers: Record<string, string>): Promise<{ sock: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
   return new Promise((resolve, reject) => {
