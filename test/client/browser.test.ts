@@ -11,10 +11,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { encodeText } from '../../native/engines/synthetic/modem.ts';
-import { wavHeader } from '../../src/audio/wav.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
-import { browserSkip, launchBrowser, VIEWPORTS } from '../helpers/browser.ts';
+import { browserSkip, fakeMicrophoneWav, launchBrowser, VIEWPORTS } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { assertBuilt, DIST } from './sdk-build.ts';
 
@@ -24,16 +22,6 @@ const SDK_PATH = '/sdk/parley-client.js';
 
 const QUESTION = 'What is the capital of France?';
 const OPENER = 'Welcome to the Parley test line. I am going to talk for quite a while now, so that you have plenty of time to interrupt me whenever you like.';
-const RATE = 48_000;
-
-/** A mono 48 kHz WAV: `leadMs` of silence, the synthetic engine's speech of `text`, `tailMs` of silence. */
-function questionWav(file: string, text: string, leadMs: number, tailMs: number): void {
-  const speech = encodeText(text, { sampleRateHz: RATE }).pcm;
-  const pcm = new Int16Array((leadMs * RATE) / 1000 + speech.length + (tailMs * RATE) / 1000);
-  pcm.set(speech, (leadMs * RATE) / 1000);
-  const data = new Uint8Array(pcm.buffer);
-  writeFileSync(file, Buffer.concat([wavHeader(RATE, data.length), data]));
-}
 
 /** A page server on its own origin (a shop embedding the SDK): every path answers one blank page. */
 async function pageServer(): Promise<{ server: Server; port: number }> {
@@ -59,7 +47,7 @@ if (skip) {
   mkdirSync(join(web, 'sdk'));
   for (const name of readdirSync(join(DIST, 'sdk'))) copyFileSync(join(DIST, 'sdk', name), join(web, 'sdk', name));
   const wav = join(tmp, 'question.wav');
-  questionWav(wav, QUESTION, 1000, 4000);
+  fakeMicrophoneWav(wav, QUESTION, 1000, 4000);
 
   const app: TestServer = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' }, webDir: web });
   const shop = await pageServer();

@@ -1,27 +1,17 @@
 // The console's Test call by microphone: Chromium's fake capture device plays a WAV of the
 // synthetic engine asking a question; the question appears as the caller's transcript, the
 // agent's answer is transcribed and its audio played (the SDK's browser audio helpers).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { encodeText } from '../../native/engines/synthetic/modem.ts';
-import { wavHeader } from '../../src/audio/wav.ts';
+import { fakeMicrophoneWav } from '../helpers/browser.ts';
 import { browserSkip, startConsole } from './harness.ts';
 
 const QUESTION = 'what is the weather in paris';
-const RATE = 48_000;
 
-/** Mono 48 kHz (the safe format for the fake device): a second of silence, the question, four seconds of silence. */
-function questionWav(): string {
-  const speech = encodeText(QUESTION, { sampleRateHz: RATE }).pcm;
-  const pcm = new Int16Array(RATE + speech.length + 4 * RATE);
-  pcm.set(speech, RATE);
-  const data = new Uint8Array(pcm.buffer);
-  const file = join(mkdtempSync(join(os.tmpdir(), 'parley-mic-')), 'question.wav');
-  writeFileSync(file, Buffer.concat([wavHeader(RATE, data.length), data]));
-  return file;
-}
+/** A second of silence, the question, four seconds of silence, for the fake microphone. */
+const questionWav = () => fakeMicrophoneWav(join(mkdtempSync(join(os.tmpdir(), 'parley-mic-')), 'question.wav'), QUESTION, 1000, 4000);
 
 t.test('a test call by microphone: the question transcribed, the answer heard', { skip: browserSkip }, async (t) => {
   const rig = await startConsole(t, { launch: { fakeMicrophone: questionWav() }, server: { backendOptions: { pacing: 'realtime' } } });

@@ -5,11 +5,13 @@
  *
  * Screenshots go to `test-screenshots/` (git-ignored) so a reader can see what users see.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { encodeText } from '../../native/engines/synthetic/modem.ts';
+import { wavHeader } from '../../src/audio/wav.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -98,3 +100,22 @@ export async function seriousA11yViolations(page: Page): Promise<AxeViolation[]>
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
+
+/** The sample rate Chromium's fake capture device takes safely. */
+export const FAKE_MIC_RATE = 48_000;
+
+/**
+ * Writes `file`: a mono 48 kHz WAV for Chromium's fake microphone (`launch({ fakeMicrophone })`):
+ * `leadMs` of silence, the synthetic engine's speech of `text` (its recognizer reads it back
+ * exactly), `tailMs` of silence. Returns `file`.
+ */
+export function fakeMicrophoneWav(file: string, text: string, leadMs: number, tailMs: number): string {
+  const rate = FAKE_MIC_RATE;
+  const speech = encodeText(text, { sampleRateHz: rate }).pcm;
+  const pcm = new Int16Array((leadMs * rate) / 1000 + speech.length + (tailMs * rate) / 1000);
+  pcm.set(speech, (leadMs * rate) / 1000);
+  const data = new Uint8Array(pcm.buffer);
+  writeFileSync(file, Buffer.concat([wavHeader(rate, data.length), data]));
+  return file;
+}
+

@@ -4,31 +4,19 @@
 // an allowed origin end to end (typed turns, a client tool, the session in the owner's history),
 // a refused origin's 403 state, a private agent through sessionTokenProvider, the fake
 // microphone, attributes and theming; screenshots at desktop and phone widths.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { encodeText } from '../../native/engines/synthetic/modem.ts';
-import { wavHeader } from '../../src/audio/wav.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
-import { browserSkip, launchBrowser, screenshotBoth, seriousA11yViolations, VIEWPORTS } from '../helpers/browser.ts';
+import { browserSkip, fakeMicrophoneWav, launchBrowser, screenshotBoth, seriousA11yViolations, VIEWPORTS } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { DIST, ROOT } from '../client/sdk-build.ts';
 
 const QUESTION = 'What is the capital of France?';
-const RATE = 48_000;
-
-/** A mono 48 kHz WAV: `leadMs` of silence, the synthetic engine's speech of `text`, `tailMs` of silence. */
-function questionWav(file: string, text: string, leadMs: number, tailMs: number): void {
-  const speech = encodeText(text, { sampleRateHz: RATE }).pcm;
-  const pcm = new Int16Array((leadMs * RATE) / 1000 + speech.length + (tailMs * RATE) / 1000);
-  pcm.set(speech, (leadMs * RATE) / 1000);
-  const data = new Uint8Array(pcm.buffer);
-  writeFileSync(file, Buffer.concat([wavHeader(RATE, data.length), data]));
-}
 
 /** What the shop's own page script does: records the widget's events, gives it client tools and a token provider. */
 const PAGE_JS = `
@@ -143,7 +131,7 @@ if (skip) {
     for (const name of readdirSync(join(DIST, dir))) copyFileSync(join(DIST, dir, name), join(web, dir, name));
   }
   const wav = join(tmp, 'question.wav');
-  questionWav(wav, QUESTION, 1500, 4000);
+  fakeMicrophoneWav(wav, QUESTION, 1500, 4000);
 
   const app: TestServer = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' }, webDir: web });
   const shop = await shopServer(app);
