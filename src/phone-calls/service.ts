@@ -331,7 +331,7 @@ export class PhoneCallService {
       let status: string;
       let answeredBy: string | null = null;
       try {
-        const r = await calls.dial({ from: number.phone_number, to, ringTimeoutMs: this.d.settings.ringTimeoutMs, sessionId: session.id }, ac.signal);
+        const r = await calls.dial({ from: number.phone_number, to, ringTimeoutMs: this.d.settings.ringTimeoutMs, sessionId: session.id, teamId: session.team_id }, ac.signal);
         status = r.status;
         if (r.status === 'answered') {
           leg = r.leg;
@@ -464,6 +464,7 @@ export class PhoneCallService {
         ourNumber: session.dialed_number ?? '',
         callerNumber: session.caller_number && isE164(session.caller_number) ? session.caller_number : '',
         sessionId: session.id,
+        teamId: session.team_id,
         voiceId: session.overrides.voice_id ?? config.voice.voice_id,
         language: session.overrides.language ?? config.voice.speaking_language,
         ringTimeoutMs: this.d.settings.ringTimeoutMs,

@@ -29,6 +29,7 @@ export function mountPhoneNumberRoutes(http: HttpApp, numbers: PhoneNumberServic
       summary: 'Purchase a number (the first rental day is charged up front)', tags,
       responses: {
         201: { description: 'The number, active', schema: phoneNumberEntity },
+        400: { description: 'The provider is not configured, or the number is not in its inventory (nothing charged)', schema: errorBody },
         402: { description: 'Out of API credit (nothing charged)', schema: errorBody },
         403: { description: 'No beta access, or the team holds its maximum of live numbers', schema: errorBody },
         409: { description: 'The number is already held on the platform', schema: errorBody },

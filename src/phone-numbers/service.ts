@@ -119,13 +119,17 @@ export class PhoneNumberService {
   }
 
   /**
-   * Order of checks: beta (403) → provider configured (400) → agent (422) → number already
+   * Order of checks: beta (403) → provider configured (400) → a number outside the carrier's
+   * inventory (400) → agent (422) → number already
    * held (409) → cap (403) and credit (402), taken with the first day's charge in one statement
    * → carrier (502: the row turns `error` and the charge is refunded).
    */
   async purchase(p: Principal, body: z.infer<typeof numberPurchaseBody>): Promise<PhoneNumberEntity> {
     AgentService.requireBeta(p);
     const carrier = this.o.carriers.get(body.provider);
+    if (carrier.offers && !carrier.offers(body.phone_number)) {
+      throw new ServiceError('bad_request', `${body.provider} does not offer ${body.phone_number}: choose one from GET /v1/agent/available-phone-numbers`);
+    }
     if (body.agent_id !== undefined) await this.requireAgent(p, body.agent_id);
     const taken = () => new ServiceError('conflict', 'This number is already on the platform');
     if (await isNumberHeld(this.o.sql, body.phone_number)) throw taken();

@@ -42,6 +42,12 @@ export interface Carrier {
   readonly provider: Provider;
   /** Numbers the carrier offers now. Not a reservation. */
   search(q: NumberSearch, signal?: AbortSignal): Promise<AvailableNumber[]>;
+  /**
+   * Whether the carrier could ever rent this number (its inventory), known without asking it;
+   * a carrier without a fixed inventory leaves this undefined. A number it does not offer is
+   * the client's mistake (`400`), not a carrier failure.
+   */
+  offers?(phoneNumber: string): boolean;
   /** Rents the number. Throws CarrierRefused when the carrier declines. Returns the carrier's handle. */
   purchase(phoneNumber: string, signal?: AbortSignal): Promise<{ carrierRef: string | null }>;
   /** Gives the number back. Releasing a number the carrier no longer holds succeeds. Throws CarrierRefused. */
@@ -121,6 +127,11 @@ export interface DialRequest {
   sessionId: string;
   /** A consult leg of a warm transfer (private to the agent and the human), not a new call. */
   consultFor?: string;
+  /**
+   * The team placing the call. A carrier that simulates the outside world (the sandbox) keeps
+   * one world per team, so another team's phones never ring; real carriers ignore it.
+   */
+  teamId?: string;
 }
 
 /**
@@ -143,7 +154,7 @@ export interface CallControl {
    * destination took the call; the leg then ends with `transferred`. CarrierRefused when the
    * handoff is refused (busy, no answer, carrier refusal): the leg stays ours.
    */
-  transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<Handoff>;
+  transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number; teamId?: string }, signal?: AbortSignal): Promise<Handoff>;
   /** Warm merge: joins two of our legs to each other and leaves both (each ends `transferred`). */
   bridge(callId: string, otherCallId: string): Promise<Handoff>;
   /** Ends the leg (idempotent; an ended leg is not an error). */

@@ -54,6 +54,7 @@ function holdMusic(offset: number, n: number): Int16Array {
 const HOLD_FRAME_MS = 100;
 
 let seq = 0;
+const lineKey = (teamId: string, number: string) => `${teamId}\u0000${number}`;
 const newCallId = () => `sbxcall_${Date.now().toString(36)}${(++seq).toString(36)}`;
 
 /** One phone: a socket, and the call it is in (at most one at a time). */
@@ -65,6 +66,8 @@ export class SandboxPhone {
   closed = false;
   /** Set while bridged by a handoff: called once when the bridged call ends. */
   onBridgeEnd: (() => void) | null = null;
+  /** A line's key in the carrier's table (its team and number); empty for a dialer. */
+  lineKey = '';
 
   constructor(
     readonly socket: PhoneSocket,
@@ -224,11 +227,16 @@ export class SandboxCalls implements CallControl {
     this.handler = handler;
   }
 
-  /** A socket registers as the phone line of `number`: calls to that number ring it. */
-  registerLine(socket: PhoneSocket, number: string): SandboxPhone {
+  /**
+   * A socket registers as the phone line of `number` for `teamId`: that team's calls to the
+   * number ring it. Each team has its own outside world, so a team's key cannot pick up the
+   * calls another team's agents place.
+   */
+  registerLine(socket: PhoneSocket, number: string, teamId: string): SandboxPhone {
     const phone = new SandboxPhone(socket, 'line', number, this);
-    let set = this.lines.get(number);
-    if (!set) this.lines.set(number, (set = new Set()));
+    phone.lineKey = lineKey(teamId, number);
+    let set = this.lines.get(phone.lineKey);
+    if (!set) this.lines.set(phone.lineKey, (set = new Set()));
     set.add(phone);
     this.phones.add(phone);
     socket.json({ type: 'line.ready', number });
@@ -268,7 +276,7 @@ export class SandboxCalls implements CallControl {
   /** A phone's socket closed. */
   forget(phone: SandboxPhone): void {
     this.phones.delete(phone);
-    this.lines.get(phone.number)?.delete(phone);
+    if (phone.lineKey) this.lines.get(phone.lineKey)?.delete(phone);
     if (!phone.closed) {
       phone.closed = true;
       phone.hangUp();
@@ -276,8 +284,8 @@ export class SandboxCalls implements CallControl {
   }
 
   /** Rings a free line of `to` (any free one) until it answers, declines or the time runs out. */
-  private ring(from: string, to: string, callId: string, ringTimeoutMs: number, signal?: AbortSignal): Promise<{ phone: SandboxPhone; by: 'human' | 'voicemail' } | { status: 'busy' | 'no_answer' | 'failed' }> {
-    const lines = [...(this.lines.get(to) ?? [])].filter((p) => !p.closed);
+  private ring(teamId: string, from: string, to: string, callId: string, ringTimeoutMs: number, signal?: AbortSignal): Promise<{ phone: SandboxPhone; by: 'human' | 'voicemail' } | { status: 'busy' | 'no_answer' | 'failed' }> {
+    const lines = [...(this.lines.get(lineKey(teamId, to)) ?? [])].filter((p) => !p.closed);
     const free = lines.find((p) => !p.busy);
     if (lines.length && !free) return Promise.resolve({ status: 'busy' as const });
     return new Promise((resolve) => {
@@ -319,7 +327,7 @@ export class SandboxCalls implements CallControl {
     if (forced !== undefined) throw new CarrierRefused(forced);
     if (!this.holds(req.from)) throw new CarrierRefused('the calling number is not held by this carrier');
     const callId = newCallId();
-    const r = await this.ring(req.from, req.to, callId, req.ringTimeoutMs, signal);
+    const r = await this.ring(req.teamId ?? '', req.from, req.to, callId, req.ringTimeoutMs, signal);
     if (!('phone' in r)) return r;
     const leg = new SandboxLeg(callId, req.from, req.to, 'outbound', r.phone);
     r.phone.leg = leg;
@@ -335,12 +343,12 @@ export class SandboxCalls implements CallControl {
     leg.setHold(on);
   }
 
-  async transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number }, signal?: AbortSignal): Promise<Handoff> {
+  async transfer(req: { callId: string; destination: string; from: string; ringTimeoutMs: number; teamId?: string }, signal?: AbortSignal): Promise<Handoff> {
     const forced = this.failures.transfer.shift();
     if (forced !== undefined) throw new CarrierRefused(forced);
     const leg = this.legs.get(req.callId);
     if (!leg || leg.done) throw new CarrierRefused('no such call');
-    const target = await this.ring(req.from, req.destination, newCallId(), req.ringTimeoutMs, signal);
+    const target = await this.ring(req.teamId ?? '', req.from, req.destination, newCallId(), req.ringTimeoutMs, signal);
     if (!('phone' in target)) throw new CarrierRefused(target.status === 'busy' ? 'the destination is busy' : target.status === 'no_answer' ? 'the destination did not answer' : 'the transfer failed');
     if (leg.done) {
       target.phone.callEnded('hangup');

@@ -67,9 +67,9 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       if (!!dial === !!line || (dial && (!E164.test(dial) || !E164.test(from))) || (line && !E164.test(line)))
         return socket.close(4400, 'Give either dial=<E.164>&from=<E.164> or line=<E.164>');
       o.authenticate(m[1]!).then(
-        () => {
+        (principal) => {
           if (d.closed) return;
-          d.phone = dial ? calls.dialIn(socket, from, dial) : calls.registerLine(socket, line);
+          d.phone = dial ? calls.dialIn(socket, from, dial) : calls.registerLine(socket, line, principal.teamId);
         },
         () => socket.close(4401, 'Invalid API key'),
       );

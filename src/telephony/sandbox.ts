@@ -48,6 +48,10 @@ export class SandboxCarrier implements Carrier {
     return !!m && AREAS.some((a) => a.area === m[1]) && Number(m[2]) < PER_AREA;
   }
 
+  offers(phoneNumber: string): boolean {
+    return SandboxCarrier.inInventory(phoneNumber);
+  }
+
   async search(q: NumberSearch): Promise<AvailableNumber[]> {
     const out: AvailableNumber[] = [];
     for (const a of AREAS) {

@@ -55,6 +55,8 @@ export interface TransferToolOptions {
   /** The human party of the call, for the default briefing. */
   callerNumber: string;
   sessionId: string;
+  /** The team placing the transfer (the sandbox rings only that team's phones). */
+  teamId?: string;
   backend: SessionBackend;
   voiceId: string;
   language: string;
@@ -214,7 +216,7 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
     await o.link.agentQuiet();
     if (!o.link.announced()) await say(o, o.link.leg, notice.cold, signal);
     try {
-      const handoff = await o.link.handingOff(o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS }, signal));
+      const handoff = await o.link.handingOff(o.carrier.transfer({ callId: o.link.leg.callId, destination: d.phone_number, from: o.ourNumber, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS, teamId: o.teamId }, signal));
       o.onHandoff?.({ mode: 'cold', destination: d.phone_number, at: new Date(), handoff });
     } catch (err) {
       const detail = err instanceof CarrierRefused ? err.detail : 'the carrier did not answer';
@@ -252,7 +254,7 @@ export function transferCallTool(o: TransferToolOptions): SessionTool {
     }
     let consult: CallLeg;
     try {
-      const r = await o.carrier.dial({ from: o.ourNumber, to: d.phone_number, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS, sessionId: o.sessionId, consultFor: callId }, signal);
+      const r = await o.carrier.dial({ from: o.ourNumber, to: d.phone_number, ringTimeoutMs: o.ringTimeoutMs ?? TRANSFER_RING_TIMEOUT_MS, sessionId: o.sessionId, consultFor: callId, teamId: o.teamId }, signal);
       if (r.status !== 'answered') return back(`${who} did not take the call (${r.status.replace('_', ' ')}).`, r.status);
       if (r.answeredBy === 'voicemail') {
         await o.carrier.hangUp(r.leg.callId);

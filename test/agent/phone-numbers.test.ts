@@ -183,8 +183,12 @@ t.test('carrier refuses a purchase → 502, error row, refund (both ledger entri
   t.ok(sandbox.holds(phone), 'releasing the error row did not touch the live purchase');
   t.same((await app.req('GET', '/v1/agent/phone-numbers', undefined, team.auth)).body.phone_numbers.map((n: { phone_number_id: string }) => n.phone_number_id), [retry.body.phone_number_id]);
 
+  const before = await creditOf(app, team.teamId);
+  const listed = (await app.req('GET', '/v1/agent/phone-numbers', undefined, team.auth)).body.phone_numbers.length;
   const outside = await buy(team.auth, { phone_number: '+14155559999' });
-  t.same([outside.status, outside.body.message], [502, 'sandbox refused the request: number is not in the sandbox inventory']);
+  t.same([outside.status, outside.body.message], [400, 'sandbox does not offer +14155559999: choose one from GET /v1/agent/available-phone-numbers'], 'a number outside the inventory is the client\'s mistake, not a carrier failure');
+  t.equal(await creditOf(app, team.teamId), before, 'nothing charged');
+  t.equal((await app.req('GET', '/v1/agent/phone-numbers', undefined, team.auth)).body.phone_numbers.length, listed, 'no error row left behind');
   t.equal(await ledgerSum(app, team.teamId), await creditOf(app, team.teamId), 'the ledger sums to the balance');
 });
 

@@ -39,6 +39,23 @@ t.test('an outbound call rings the destination; answered, the agent speaks first
   line.close();
 });
 
+t.test("another team's phone on the same number never rings for this team's call", async (t) => {
+  const to = '+13125550144';
+  const other = await app.newTeam();
+  const stranger = await phone(app, { line: to }, other.key);
+  await stranger.event('line.ready');
+  const line = await phone(app, { line: to });
+  await line.event('line.ready');
+  const r = await call({ agent_id: agentId, phone_number_id: numberId, to_number: to });
+  t.equal(r.status, 201);
+  t.match(await line.event('call.ringing'), { from: number, to }, "the calling team's own line rings");
+  line.send({ type: 'reject' });
+  await settleSession(app, r.body.session_id, (s) => s.status !== 'pending', 'ended');
+  t.same(stranger.events.map((e) => e.type), ['line.ready'], "the other team's line heard nothing of the call");
+  stranger.close();
+  line.close();
+});
+
 t.test('a declined call: dial_status busy, the session ends unbilled', async (t) => {
   const to = '+13125550143';
   const line = await phone(app, { line: to });
