@@ -305,6 +305,7 @@ export class HttpApp {
           reply.closeConnection = true;
           reject(new ServiceError('request_timeout', `Request body not received within ${bodyTimeoutMs / 1000} s`));
         }, bodyTimeoutMs) : undefined;
+        timer?.unref(); // an open request keeps nothing alive at shutdown but its socket
         ac.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
         res.onData((ab, isLast) => {
           if (over) return;
