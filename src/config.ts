@@ -31,6 +31,21 @@ export interface Config {
   authCacheMs: number;
   /** Bound on finishing in-flight requests at shutdown. */
   drainTimeoutMs: number;
+  /**
+   * A request body not complete this long after its headers → 408 and the connection closed
+   * (`PARLEY_BODY_TIMEOUT_MS`, default 120 s; 0 turns it off). docs/reliability.md "Slow clients".
+   */
+  bodyTimeoutMs: number;
+  /**
+   * A WebSocket that authenticates or starts in its first message and has not sent it this long
+   * after the upgrade is closed 4408 (`PARLEY_WS_START_TIMEOUT_MS`, default 10 s; 0 turns it off).
+   */
+  wsStartTimeoutMs: number;
+  /**
+   * A WebSocket whose unsent bytes stay past its high-water mark this long without the client
+   * taking any is closed 4008 (`PARLEY_WS_STALL_TIMEOUT_MS`, default 30 s; 0 turns it off).
+   */
+  wsStallTimeoutMs: number;
   /** Model id → backend routing, `INFERENCE_BACKENDS`; unset routes everything to the native backend. */
   inferenceBackends?: string;
   /**
@@ -190,6 +205,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     logLevel: str('LOG_LEVEL') ?? 'info',
     authCacheMs: num('PARLEY_AUTH_CACHE_MS', 2000),
     drainTimeoutMs: num('PARLEY_DRAIN_TIMEOUT_MS', 10_000),
+    bodyTimeoutMs: num('PARLEY_BODY_TIMEOUT_MS', 120_000),
+    wsStartTimeoutMs: num('PARLEY_WS_START_TIMEOUT_MS', 10_000),
+    wsStallTimeoutMs: num('PARLEY_WS_STALL_TIMEOUT_MS', 30_000),
     inferenceBackends,
     backendAddress: str('BACKEND_ADDRESS'),
     startNativeBackend: nativeFlag !== undefined ? nativeFlag !== 'false' && nativeFlag !== '0' : !inferenceBackends,

@@ -14,6 +14,7 @@ export type Code =
   | 'not_found' // 404
   | 'method_not_allowed' // 405
   | 'conflict' // 409
+  | 'request_timeout' // 408: a request body not received in time (the connection is closed)
   | 'payload_too_large' // 413
   | 'unsupported_media_type' // 415 (bare)
   | 'invalid' // 422 (list of field errors)
@@ -32,6 +33,7 @@ export const httpStatus: Record<Code, number> = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

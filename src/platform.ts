@@ -137,6 +137,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     log,
     metrics,
     drainTimeoutMs: config.drainTimeoutMs,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    wsStartTimeoutMs: config.wsStartTimeoutMs,
+    wsStallTimeoutMs: config.wsStallTimeoutMs,
     authenticate: (token, messages) => {
       if (!wiring.authenticate) throw new Error('authentication before the store is ready');
       return wiring.authenticate(token, messages);

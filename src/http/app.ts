@@ -45,7 +45,20 @@ export interface HttpAppOptions {
   authenticate: Authenticate;
   /** Bound on waiting for in-flight requests at shutdown. */
   drainTimeoutMs?: number;
+  /** A request body not complete this long after the headers → 408, connection closed (default 120 s; 0: none). */
+  bodyTimeoutMs?: number;
+  /** Sockets that authenticate or start in their first message must send it within this (default 10 s; 0: none). */
+  wsStartTimeoutMs?: number;
+  /** A WebSocket past its high-water mark this long without a drain is closed 4008 (default 30 s; 0: never). */
+  wsStallTimeoutMs?: number;
 }
+
+/** `HttpAppOptions.bodyTimeoutMs` default (`PARLEY_BODY_TIMEOUT_MS`). */
+export const BODY_TIMEOUT_MS = 120_000;
+/** `HttpAppOptions.wsStartTimeoutMs` default (`PARLEY_WS_START_TIMEOUT_MS`). */
+export const WS_START_TIMEOUT_MS = 10_000;
+/** `HttpAppOptions.wsStallTimeoutMs` default (`PARLEY_WS_STALL_TIMEOUT_MS`). */
+export const WS_STALL_TIMEOUT_MS = 30_000;
 
 /** Headers read one by one when the ws-based fallback (which lacks `forEach`) is serving. */
 const FALLBACK_HEADERS = ['authorization', 'content-type', 'content-length', 'transfer-encoding', 'x-request-id', 'origin', 'host', 'traceparent', 'model', 'xi-api-key', 'accept', 'user-agent', 'x-forwarded-proto', 'access-control-request-headers', 'idempotency-key', 'sec-websocket-key', 'sec-websocket-protocol', 'sec-websocket-extensions'];
@@ -156,11 +169,17 @@ export class HttpApp {
    * the console's client-side routes (`/agents/…`) load its page. Unset: the usual 404.
    */
   pageFallback?: (reply: Reply, headers: Record<string, string>) => void;
+  /** How long a WebSocket that starts in its first message may wait to send it (`startDeadline`). */
+  readonly wsStartTimeoutMs: number;
+  /** How long a WebSocket may stay past its high-water mark without a drain (`stallWatch`). */
+  readonly wsStallTimeoutMs: number;
   /** Per-prefix error envelopes, longest prefix first. */
   private envelopes: { prefix: string; envelope: ErrorEnvelope }[] = [];
 
   constructor(private readonly opts: HttpAppOptions) {
     this.app = uws.App();
+    this.wsStartTimeoutMs = opts.wsStartTimeoutMs ?? WS_START_TIMEOUT_MS;
+    this.wsStallTimeoutMs = opts.wsStallTimeoutMs ?? WS_STALL_TIMEOUT_MS;
     this.app.any('/*', (res, req) => this.dispatch(res, req));
   }
 
@@ -276,16 +295,32 @@ export class HttpApp {
         const chunks: Buffer[] = [];
         let size = 0;
         let over = false;
+        // uWS closes a body slower than ~16 KiB/s (measured); one trickled just faster could
+        // hold its request, and its buffered bytes, for limit / 16 KiB seconds: the deadline
+        // bounds it (docs/reliability.md "Slow clients").
+        const bodyTimeoutMs = this.opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
+        const timer = bodyTimeoutMs > 0 ? setTimeout(() => {
+          over = true;
+          chunks.length = 0;
+          reply.closeConnection = true;
+          reject(new ServiceError('request_timeout', `Request body not received within ${bodyTimeoutMs / 1000} s`));
+        }, bodyTimeoutMs) : undefined;
+        timer?.unref(); // an open request keeps nothing alive at shutdown but its socket
+        ac.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
         res.onData((ab, isLast) => {
           if (over) return;
           size += ab.byteLength;
           if (size > limit) {
             over = true;
+            clearTimeout(timer);
             reject(new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`));
             return;
           }
           chunks.push(Buffer.from(ab.slice(0))); // uWS reuses the ArrayBuffer: copy it
-          if (isLast) resolve(Buffer.concat(chunks, size));
+          if (isLast) {
+            clearTimeout(timer);
+            resolve(Buffer.concat(chunks, size));
+          }
         });
       });
       bodyPromise.catch(() => {});

@@ -3,7 +3,7 @@ import type uws from 'uWebSockets.js';
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
-  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  408: '408 Request Timeout', 409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
   429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
   504: '504 Gateway Timeout',
 };
@@ -24,6 +24,8 @@ export class Reply {
   ended = false;
   status = 0;
   bytes = 0;
+  /** Close the connection after the response (a request whose body is still arriving). */
+  closeConnection = false;
   private waiters: (() => void)[] = [];
   private readonly baseHeaders: [string, string][] = [];
 
@@ -50,10 +52,10 @@ export class Reply {
       for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
       for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
       if (body === null) {
-        this.res.endWithoutBody(0);
+        this.res.endWithoutBody(0, this.closeConnection);
       } else {
         this.bytes += typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-        this.res.end(body);
+        this.res.end(body, this.closeConnection);
       }
     });
   }

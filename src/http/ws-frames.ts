@@ -32,3 +32,55 @@ export function guardFrames<T>(behavior: uws.WebSocketBehavior<T>): uws.WebSocke
     },
   };
 }
+
+/**
+ * Close code of a socket that authenticates or starts in its first message and did not send it
+ * within `PARLEY_WS_START_TIMEOUT_MS` (docs/reliability.md, "Slow clients").
+ */
+export const WS_START_TIMEOUT = 4408;
+
+/** The close reason of `WS_START_TIMEOUT`. */
+export function startTimeoutReason(ms: number): string {
+  return `No first message within ${ms / 1000} s`;
+}
+
+/**
+ * Arms one socket's start deadline: after `ms`, `end(4408, reason)` unless the returned
+ * function (call it on the first message and on close) disarms it first. `ms` 0: no deadline.
+ */
+export function startDeadline(ms: number, end: (code: number, reason: string) => void): () => void {
+  if (!(ms > 0)) return () => {};
+  const timer = setTimeout(() => end(WS_START_TIMEOUT, startTimeoutReason(ms)), ms);
+  timer.unref(); // the listening server keeps the process alive, not an idle socket
+  return () => clearTimeout(timer);
+}
+
+/**
+ * Close code of a socket whose client stopped reading: the platform's unsent bytes stayed past
+ * the route's high-water mark for `PARLEY_WS_STALL_TIMEOUT_MS` without the client taking any
+ * (docs/reliability.md, "Slow clients").
+ */
+export const WS_STALLED = 4008;
+
+/**
+ * Watches one socket for a client that stopped reading. Call `behind()` when a send finds the
+ * socket past its high-water mark (the first call starts the clock) and `caughtUp()` when the
+ * socket drains (uWS `drain`, or a send finds it below the mark). After `ms` behind without a
+ * drain, `end(4008, reason)` closes it; `stop()` on close. `ms` 0: never.
+ */
+export function stallWatch(ms: number, end: (code: number, reason: string) => void): { behind(): void; caughtUp(): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  return {
+    behind: () => {
+      if (timer || !(ms > 0)) return;
+      timer = setTimeout(() => end(WS_STALLED, `Client not reading: nothing taken for ${ms / 1000} s`), ms);
+      timer.unref();
+    },
+    caughtUp: stop,
+    stop,
+  };
+}

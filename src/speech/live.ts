@@ -29,7 +29,7 @@ import { countChars } from './request.ts';
 import { recordUsage } from './usage.ts';
 import type { SpeechSlot } from './concurrency.ts';
 import { join, SPEECH_AUTH_MESSAGES, type Prepared, type TtsService } from './tts.ts';
-import { guardFrames } from '../http/ws-frames.ts';
+import { guardFrames, stallWatch, startDeadline } from '../http/ws-frames.ts';
 
 /** Largest client frame (docs/api/speech.md). */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -47,6 +47,10 @@ interface UserData {
   traceparent: string | undefined;
   requestId: string;
   live?: LiveSession;
+  /** Disarms the start deadline (the first frame came, or the socket closed). */
+  started?: () => void;
+  /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
+  stall?: ReturnType<typeof stallWatch>;
 }
 
 /** What a live session needs of its socket (uWS here; a fake in unit tests). */
@@ -278,6 +282,8 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
           if (closed) return false;
           let status = 0;
           ws.cork(() => (status = ws.send(frame, true)));
+          // Past the mark the synthesis waits for `drain`; a client that never takes more is closed.
+          if (ws.getBufferedAmount() > HIGH_WATER_BYTES) d.stall?.behind();
           return status !== 2;
         },
         bufferedAmount: () => (closed ? 0 : ws.getBufferedAmount()),
@@ -289,11 +295,24 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
       };
       d.live = new LiveSession(tts, socket, { teamId: d.teamId, requestId: d.requestId, traceparent: d.traceparent, model: d.model, slot: d.slot });
       (d as { markClosed?: () => void }).markClosed = () => (closed = true);
+      // The socket holds a concurrency slot: without its start frame in time it is closed 4408.
+      d.started = startDeadline(http.wsStartTimeoutMs, socket.end);
+      d.stall = stallWatch(http.wsStallTimeoutMs, socket.end);
     },
-    message: (ws, message, isBinary) => ws.getUserData().live?.onFrame(message, isBinary),
-    drain: (ws) => ws.getUserData().live?.onDrain(),
+    message: (ws, message, isBinary) => {
+      const d = ws.getUserData();
+      d.started?.();
+      d.live?.onFrame(message, isBinary);
+    },
+    drain: (ws) => {
+      const d = ws.getUserData();
+      d.stall?.caughtUp();
+      d.live?.onDrain();
+    },
     close: (ws) => {
       const d = ws.getUserData() as UserData & { markClosed?: () => void };
+      d.started?.();
+      d.stall?.stop();
       d.markClosed?.();
       d.live?.onClose();
     },

@@ -7,7 +7,8 @@
  * Backpressure: outgoing audio is dropped (and counted) while the socket holds more than
  * `AUDIO_HIGH_WATER_BYTES` unsent, so a stalled client never grows the heap; JSON messages
  * are always queued (they are small and rare) up to uWS's `maxBackpressure`, past which
- * uWS closes the socket. Incoming audio is policed: a client may not send faster than real
+ * uWS drops them. A client that takes nothing for `PARLEY_WS_STALL_TIMEOUT_MS` while audio is
+ * being dropped is closed 4008 (a drop: the session's grace period applies). Incoming audio is policed: a client may not send faster than real
  * time beyond a burst allowance; excess frames are dropped.
  */
 import type uws from 'uWebSockets.js';
@@ -16,7 +17,7 @@ import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
-import { guardFrames } from '../http/ws-frames.ts';
+import { guardFrames, stallWatch } from '../http/ws-frames.ts';
 import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
@@ -52,6 +53,8 @@ interface UserData {
   /** Input policing: audio bytes accepted, and when counting started. */
   inBytes: number;
   inStart: number;
+  /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
+  stall?: ReturnType<typeof stallWatch>;
 }
 
 const CLIENT_TYPES = new Set(['user.message', 'user.activity', 'user.interrupt', 'user.hangup', 'client_tool.result']);
@@ -131,15 +134,18 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         audio: (pcm) => {
           if (d.closed) return;
           if (ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES) {
+            d.stall?.behind();
             droppedOut++;
             if ((droppedOut & 1023) === 1) log.warn({ dropped: droppedOut }, 'websocket client too slow: agent audio frames dropped');
             return;
           }
+          d.stall?.caughtUp();
           ws.cork(() => ws.send(pcm, true));
         },
         close: (code, reason) => refuse(code, reason),
       };
       d.link = link;
+      d.stall = stallWatch(http.wsStallTimeoutMs, refuse);
       const attach = (live: LiveSession, resumed: boolean) => {
         if (d.closed) {
           // The client left while we were connecting: that is a drop, the grace period applies.
@@ -201,9 +207,11 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       if (relay) relay.postMessage({ t: 'text', text } satisfies RelayedFrame);
       else deliverText(live!, text);
     },
+    drain: (ws) => ws.getUserData().stall?.caughtUp(),
     close: (ws, code) => {
       const d = ws.getUserData();
       d.closed = true;
+      d.stall?.stop();
       // A close frame from the client (1000 normal, 1005 without a code) is the user leaving;
       // anything else (1006 abnormal, 1001 going away, timeouts) is a drop: reconnect allowed.
       const how = code === 1000 || code === 1005 ? 'clean' : 'drop';

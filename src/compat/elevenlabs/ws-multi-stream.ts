@@ -204,6 +204,7 @@ export function mountMultiStreamInput(http: HttpApp, deps: TtsSocketDeps): void 
     log: deps.log,
     lifetimeMs: deps.timers?.lifetimeMs,
     inactivityMs: (state) => state.inactivityTimeoutS * (deps.timers?.secondMs ?? 1000),
+    keyless: (state) => !state.principal,
     accept: (r) => acceptTtsSocket(r, deps),
     open: (socket, state, requestId) => new MultiStreamSession(deps, socket, state, requestId),
   });

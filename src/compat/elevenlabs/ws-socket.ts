@@ -12,7 +12,7 @@ import type uws from 'uWebSockets.js';
 import { acceptUpgrade, readHandshake, readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { toElevenLabsError } from './errors.ts';
-import { guardFrames } from '../../http/ws-frames.ts';
+import { guardFrames, stallWatch, startDeadline } from '../../http/ws-frames.ts';
 
 /** Unsent bytes on a socket above which a session stops producing until `drain`. */
 export const WS_HIGH_WATER_BYTES = 1024 * 1024;
@@ -80,6 +80,8 @@ interface UserData<S> {
   lifetime?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
   idleMs?: number;
+  /** Disarms the start deadline of a keyless socket (its first message came, or it closed). */
+  started?: () => void;
 }
 
 /**
@@ -102,6 +104,11 @@ export function mountJsonSocket<S>(
     idleTimeoutS?: number;
     lifetimeMs?: number;
     inactivityMs?(state: S): number | undefined;
+    /**
+     * True for a socket whose handshake carried no credential (its first message must): such a
+     * socket is closed 4408 unless that message comes within `http.wsStartTimeoutMs`.
+     */
+    keyless?(state: S): boolean;
   },
 ): void {
   const lifetimeMs = o.lifetimeMs ?? WS_LIFETIME_MS;
@@ -153,7 +160,9 @@ export function mountJsonSocket<S>(
       const d = ws.getUserData();
       let closed = false;
       let waiters: (() => void)[] = [];
+      const stall = stallWatch(http.wsStallTimeoutMs, (code, reason) => socket.end(code, reason));
       const release = () => {
+        stall.stop();
         const w = waiters;
         waiters = [];
         for (const f of w) f();
@@ -166,6 +175,7 @@ export function mountJsonSocket<S>(
           if (closed) return undefined;
           ws.cork(() => ws.send(JSON.stringify(frame), false));
           if (ws.getBufferedAmount() <= WS_HIGH_WATER_BYTES) return undefined;
+          stall.behind();
           return new Promise<void>((resolve) => waiters.push(resolve));
         },
         end(code: number, reason: string): void {
@@ -191,9 +201,11 @@ export function mountJsonSocket<S>(
       d.lifetime.unref();
       d.idleMs = o.inactivityMs?.(d.state);
       armIdle(d);
+      if (o.keyless?.(d.state)) d.started = startDeadline(http.wsStartTimeoutMs, (code, reason) => socket.end(code, reason));
     },
     message: (ws, message) => {
       const d = ws.getUserData();
+      d.started?.();
       armIdle(d);
       // Decoding copies the frame out of uWS's buffer, which is reused after this callback.
       d.session?.onMessage(Buffer.from(message).toString('utf8'));
@@ -203,6 +215,7 @@ export function mountJsonSocket<S>(
       const d = ws.getUserData();
       clearTimeout(d.lifetime);
       clearTimeout(d.idle);
+      d.started?.();
       d.socket?.markClosed();
       d.session?.onClose();
     },

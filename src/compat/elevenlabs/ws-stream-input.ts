@@ -318,6 +318,7 @@ export function mountStreamInput(http: HttpApp, deps: TtsSocketDeps): void {
     log: deps.log,
     lifetimeMs: deps.timers?.lifetimeMs,
     inactivityMs: (state) => state.inactivityTimeoutS * (deps.timers?.secondMs ?? 1000),
+    keyless: (state) => !state.principal,
     accept: (r) => acceptTtsSocket(r, deps),
     open: (socket, state, requestId) => new StreamInputSession(deps, socket, state, requestId),
   });

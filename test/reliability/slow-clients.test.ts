@@ -1,0 +1,160 @@
+/**
+ * Slow and stalled clients (docs/reliability.md, "Slow clients"): sockets that never send the
+ * first message they owe are closed 4408; a client that stops reading is closed 4008 and gives
+ * back what it held; a request body that never completes is answered 408 and its connection
+ * closed. The deadlines are shortened through the configuration; nothing here times them.
+ */
+import net from 'node:net';
+import t from 'tap';
+import { pack, unpack } from 'msgpackr';
+import WebSocket from 'ws';
+import { startTestServer } from '../helpers/server.ts';
+
+const app = await startTestServer({
+  backend: 'synthetic',
+  // One speech slot per team: a socket that holds it shuts every other one out (429).
+  config: { wsStartTimeoutMs: 300, wsStallTimeoutMs: 300, bodyTimeoutMs: 300, speechConcurrency: 1 },
+});
+t.teardown(() => app.close());
+const ws = app.url.replace(/^http/, 'ws');
+const streamInput = `${ws}/compat/elevenlabs/v1/text-to-speech/default/stream-input`;
+const live = `${ws}/v1/tts/live`;
+
+interface Sock {
+  sock: WebSocket;
+  frames: Buffer[];
+  /** Text frames only. */
+  texts: string[];
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+function open(url: string, headers: Record<string, string> = {}): Promise<Sock> {
+  return new Promise((resolve, reject) => {
+    const sock = new WebSocket(url, { headers });
+    const frames: Buffer[] = [];
+    const texts: string[] = [];
+    sock.on('message', (d, binary) => {
+      frames.push(d as Buffer);
+      if (!binary) texts.push(d.toString());
+    });
+    const closed = new Promise<{ code: number; reason: string }>((r) => sock.on('close', (code, reason) => r({ code, reason: reason.toString() })));
+    sock.on('error', () => {});
+    sock.once('open', () => resolve({ sock, frames, texts, closed }));
+    sock.once('unexpected-response', (_q, res) => {
+      res.resume();
+      reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode }));
+    });
+  });
+}
+
+/** Opens a live synthesis socket once the team's slot is free (429 until then; bounded tries). */
+async function openLiveWhenFree(tries = 600): Promise<Sock> {
+  for (let i = 0; ; i++) {
+    try {
+      return await open(live, app.auth);
+    } catch (err) {
+      if ((err as { status?: number }).status !== 429 || i >= tries) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** Live synthesis of a short text on a fresh socket: the audio bytes and the close. */
+async function speaks(): Promise<{ audio: number; code: number }> {
+  const s = await openLiveWhenFree();
+  s.sock.send(pack({ event: 'start', request: { text: 'Still serving.', format: 'pcm', sample_rate: 16000 } }));
+  s.sock.send(pack({ event: 'stop' }));
+  const c = await s.closed;
+  const audio = s.frames.map((f) => unpack(f)).filter((f) => f.event === 'audio').reduce((n, f) => n + f.audio.length, 0);
+  return { audio, code: c.code };
+}
+
+t.test('sockets that never send their first message are closed 4408; others are served', async (t) => {
+  // 100 upgraded, unauthenticated stream-input sockets (the key may come in the first message)
+  // and one authenticated live synthesis socket that never sends `start` (it holds the slot).
+  const idle = await Promise.all(Array.from({ length: 100 }, () => open(streamInput)));
+  const idleLive = await open(live, app.auth);
+
+  const codes = await Promise.all([...idle, idleLive].map((s) => s.closed));
+  t.same(new Set(codes.map((c) => `${c.code} ${c.reason}`)), new Set(['4408 No first message within 0.3 s']));
+
+  // A keyless socket that sends its key in its first message in time is served.
+  const keyed = await open(streamInput);
+  keyed.sock.send(JSON.stringify({ text: ' ', xi_api_key: app.key }));
+  keyed.sock.send(JSON.stringify({ text: 'Hello there. ', flush: true }));
+  keyed.sock.send(JSON.stringify({ text: '' }));
+  const k = await keyed.closed;
+  t.equal(k.code, 1000, 'the keyed socket ends normally');
+  t.ok(keyed.frames.some((f) => /"audio":"[A-Za-z0-9+/]/.test(f.toString())), 'and got audio');
+  // The idle live socket gave its slot back: the team's one slot serves a new socket.
+  const s = await speaks();
+  t.equal(s.code, 1000);
+  t.ok(s.audio > 0, 'a new live socket speaks');
+  t.equal((await app.req('GET', '/health')).status, 200);
+});
+
+t.test('a live synthesis client that stops reading is closed 4008 and frees its slot', async (t) => {
+  const stalled = await open(live, app.auth);
+  // More audio than the kernel's socket buffers and the platform's 1 MiB high-water mark hold.
+  (stalled.sock as unknown as { _socket: net.Socket })._socket.pause();
+  stalled.sock.send(pack({ event: 'start', request: { text: 'A long sentence the client never reads. '.repeat(60), format: 'pcm', sample_rate: 48000 } }));
+  stalled.sock.send(pack({ event: 'stop' }));
+  // While it stalls the team's only slot is taken (429); once it is closed 4008 a new socket speaks.
+  const s = await speaks();
+  t.equal(s.code, 1000);
+  t.ok(s.audio > 0, 'another socket of the team is served');
+  (stalled.sock as unknown as { _socket: net.Socket })._socket.resume();
+  const c = await stalled.closed;
+  t.ok(c.code === 4008 || c.code === 1006, `the stalled socket ends (${c.code} ${c.reason})`);
+  const finished = stalled.frames.map((f) => unpack(f)).some((f) => f.event === 'finish' && f.reason === 'stop');
+  t.notOk(finished, 'its synthesis did not run to the end');
+});
+
+t.test('a session caller that stops reading: the node keeps serving other callers', async (t) => {
+  const agent = (await app.req('POST', '/v1/agent/agents', { name: 'slow reader' })).body;
+  await app.req('POST', `/v1/agent/agents/${agent.agent_id}/publish`);
+  const connect = async () => {
+    const s = (await app.req('POST', '/v1/agent/sessions', { agent_id: agent.agent_id })).body;
+    return open(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
+  };
+  // The stalled caller reads nothing and keeps asking: its agent keeps speaking to it.
+  const stalled = await connect();
+  const sock = (stalled.sock as unknown as { _socket: net.Socket })._socket;
+  sock.pause();
+  for (let i = 0; i < 5; i++) stalled.sock.send(JSON.stringify({ type: 'user.message', text: 'Tell me everything you know.' }));
+  // Another caller talks meanwhile and is answered.
+  const other = await connect();
+  const answered = new Promise<string>((resolve) => {
+    let asked = false;
+    other.sock.on('message', (d, binary) => {
+      if (binary) return;
+      const m = JSON.parse(d.toString());
+      if (m.state === 'idle' && !asked) {
+        asked = true;
+        other.sock.send(JSON.stringify({ type: 'user.message', text: 'hello there', audio: false }));
+      }
+      if (m.topic === 'lk.transcription' && m.role === 'agent' && m.final) resolve(m.text);
+    });
+  });
+  t.ok(await answered, 'the other caller hears its answer');
+  other.sock.close(1000);
+  // The stalled caller, reading again, gets its frames from the start, in order.
+  sock.resume();
+  while (stalled.texts.length < 2) await new Promise((r) => setTimeout(r, 50));
+  t.match(JSON.parse(stalled.texts[0]!), { topic: 'session', type: 'session.started' });
+  stalled.sock.close(1000);
+  t.equal((await app.req('GET', '/health')).status, 200);
+});
+
+t.test('a request body that never completes: 408, connection closed', async (t) => {
+  const sock = net.connect(app.port, '127.0.0.1');
+  let data = '';
+  sock.on('data', (d) => (data += d.toString('latin1')));
+  const closed = new Promise<void>((r) => sock.on('close', () => r()));
+  sock.on('error', () => {});
+  sock.write(`POST /v1/tts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${app.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"text":"`);
+  await closed;
+  t.match(data, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+  t.match(data, /"message":"Request body not received within 0.3 s"/);
+  t.equal((await app.req('POST', '/v1/tts', { text: 'Complete bodies still work.', format: 'wav' })).status, 200);
+});
