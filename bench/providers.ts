@@ -2,7 +2,8 @@
 // through the native backend's provider engines, beside the same provider called directly, in
 // the same run, at each concurrency level.
 //
-//   npx tsx bench/providers.ts [--levels 1,50] [--calls 200] [--provider-delay-ms 20]
+//   npx tsx bench/providers.ts [--levels 1,50] [--calls 200] [--provider-delay-ms 20] [--kinds engine_chat,…]
+//                               [--backend-cpu-prof file.cpuprofile]
 //
 // The provider is a light local stand-in in its own process (`--serve` mode of this file): an
 // OpenAI-style `/v1/audio/speech` that answers after `--provider-delay-ms` with 1 s of 24 kHz
@@ -14,7 +15,7 @@
 //   the first chunk with audio, `Generate` until the first text delta.
 // Each level runs `--calls` calls of each kind, `level` at a time, direct and engine calls
 // interleaved. Prints one JSON object: p50/p90/p99 in ms per kind, and what the engines add at
-// p50 and p90 (engine percentile minus direct percentile).
+// p50, p90 and p99 (engine percentile minus direct percentile).
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,7 +43,12 @@ const { values } = parseArgs({
     levels: { type: 'string', default: '1,50' },
     calls: { type: 'string', default: '200' },
     'provider-delay-ms': { type: 'string', default: '20' },
+    // Only these kinds of call (comma-separated, of KINDS below): e.g. `engine_chat` for the
+    // backend's CPU per call of one kind. What the engines add needs both kinds it compares.
+    kinds: { type: 'string' },
     serve: { type: 'boolean', default: false },
+    // A CPU profile of the backend child over the last level's measured window, to this file.
+    'backend-cpu-prof': { type: 'string' },
   },
 });
 const DELAY_MS = Number(values['provider-delay-ms']);
@@ -98,6 +104,7 @@ if (values.serve) {
     env: {
       PARLEY_TTS_PROVIDER: 'openai', PARLEY_TTS_BASE_URL: base, PARLEY_TTS_MODEL: 'tts-1', PARLEY_TTS_VOICE: 'alloy',
       PARLEY_LLM_PROVIDER: 'openai', PARLEY_LLM_BASE_URL: base, PARLEY_LLM_MODEL: 'bench',
+      ...(values['backend-cpu-prof'] ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${new URL('./cpu-profile-hook.mjs', import.meta.url).pathname}`.trim(), BENCH_CPU_PROFILE: values['backend-cpu-prof'] } : {}),
     },
   });
   const client = createGrpcClient(backend.address);
@@ -134,7 +141,8 @@ if (values.serve) {
     return at;
   }
 
-  const KINDS = ['direct_speech', 'engine_speech', 'engine_speech_16k', 'direct_chat', 'engine_chat'] as const;
+  const ALL_KINDS = ['direct_speech', 'engine_speech', 'engine_speech_16k', 'direct_chat', 'engine_chat'] as const;
+  const KINDS = values.kinds ? ALL_KINDS.filter((k) => values.kinds!.split(',').includes(k)) : ALL_KINDS;
   const runOne = (k: (typeof KINDS)[number]) =>
     k === 'direct_speech' ? direct('speech') : k === 'engine_speech' ? engine('speech') : k === 'engine_speech_16k' ? engine('speech16') : k === 'direct_chat' ? direct('chat') : engine('chat');
 
@@ -143,7 +151,10 @@ if (values.serve) {
 
   const calls = Number(values.calls);
   const levels: Record<string, unknown>[] = [];
-  for (const level of values.levels!.split(',').map(Number)) {
+  const levelList = values.levels!.split(',').map(Number);
+  for (const level of levelList) {
+    const profiled = values['backend-cpu-prof'] && level === levelList.at(-1);
+    if (profiled) process.kill(backend.status().pid!, 'SIGUSR2');
     const times: Record<string, number[]> = Object.fromEntries(KINDS.map((k) => [k, []]));
     // A queue of calls, kinds interleaved, `level` running at once.
     const queue = Array.from({ length: calls }, (_, i) => KINDS.map((k) => ({ k, i }))).flat();
@@ -155,9 +166,14 @@ if (values.serve) {
       for (let job = queue.shift(); job; job = queue.shift()) times[job.k]!.push(await runOne(job.k));
     }));
     const wallS = (performance.now() - t0) / 1000;
-    const engineCalls = times.engine_speech!.length + times.engine_speech_16k!.length + times.engine_chat!.length;
     const backendCpuMs = cpuMsOf(pid) - cpu0;
     const self = process.cpuUsage(self0);
+    if (profiled) {
+      process.kill(backend.status().pid!, 'SIGUSR2');
+      await new Promise((r) => setTimeout(r, 1000)); // it writes the profile
+    }
+    const n = (k: string) => times[k]?.length ?? 0;
+    const engineCalls = n('engine_speech') + n('engine_speech_16k') + n('engine_chat');
     const stat = (k: string) => {
       const s = times[k]!.filter(Number.isFinite).sort((a, b) => a - b);
       return { n: s.length, p50: round(percentile(s, 50)), p90: round(percentile(s, 90)), p99: round(percentile(s, 99)) };
@@ -168,17 +184,20 @@ if (values.serve) {
       // The backend's CPU per engine call (its gRPC server, the provider request, chunking), and
       // this process's (gRPC and HTTP clients of both paths) per call of any kind.
       backend_cpu_ms_per_engine_call: round(backendCpuMs / engineCalls),
-      bench_cpu_ms_per_call: round((self.user + self.system) / 1000 / (engineCalls + times.direct_speech!.length + times.direct_chat!.length)),
+      bench_cpu_ms_per_call: round((self.user + self.system) / 1000 / (engineCalls + n('direct_speech') + n('direct_chat'))),
       load_average_1m: round(os.loadavg()[0]!),
     };
     for (const k of KINDS) out[k] = stat(k);
-    const added = (e: string, d: string, p: 'p50' | 'p90') => round((out[e] as Record<string, number>)[p]! - (out[d] as Record<string, number>)[p]!);
+    const added = (e: string, d: string, p: 'p50' | 'p90' | 'p99') => (out[e] && out[d] ? round((out[e] as Record<string, number>)[p]! - (out[d] as Record<string, number>)[p]!) : null);
     out.engine_adds_ms = {
       first_audio_p50: added('engine_speech', 'direct_speech', 'p50'),
       first_audio_p90: added('engine_speech', 'direct_speech', 'p90'),
       first_audio_16k_p50: added('engine_speech_16k', 'direct_speech', 'p50'),
       first_token_p50: added('engine_chat', 'direct_chat', 'p50'),
       first_token_p90: added('engine_chat', 'direct_chat', 'p90'),
+      first_audio_p99: added('engine_speech', 'direct_speech', 'p99'),
+      first_audio_16k_p99: added('engine_speech_16k', 'direct_speech', 'p99'),
+      first_token_p99: added('engine_chat', 'direct_chat', 'p99'),
     };
     levels.push(out);
   }

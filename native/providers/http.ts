@@ -55,6 +55,9 @@ export function providerOf(settings: ProviderSettings, firstByteTimeoutMs: numbe
   };
 }
 
+/** How long a response the caller stopped reading may take to end before its connection is closed. */
+const END_GRACE_MS = 1000;
+
 /** Pause between the failed attempt and the retry. */
 const RETRY_PAUSE_MS = 100;
 
@@ -156,13 +159,43 @@ function attemptOnce(p: Provider, url: string, init: RequestInit, scope: CallSco
         return;
       }
       settled = true;
+      let left = false;
+      /**
+       * The caller is done with the response. Unfinished (a chat answer's `[DONE]` read before
+       * the response's last bytes came), it is read to its end for a moment so its connection
+       * can serve the next request (a new connection costs both sides more than the request),
+       * else closed; after a failure it is closed at once.
+       */
+      const leave = (failed: boolean) => {
+        done();
+        if (left) return;
+        left = true;
+        if (failed || res.destroyed) {
+          if (!res.complete) req.destroy();
+          return;
+        }
+        if (!res.complete) {
+          const t = setTimeout(() => req.destroy(), END_GRACE_MS);
+          res.once('end', () => clearTimeout(t));
+          res.once('error', () => clearTimeout(t));
+        }
+        // Read to the end as the iterator did (it leaves the stream in 'readable' mode, where
+        // resume() does nothing): the response ends and frees its connection.
+        const drain = () => {
+          while (res.read() !== null);
+        };
+        res.on('readable', drain);
+        drain();
+      };
       resolve({
         status,
         headers: { get },
         body: {
           async *[Symbol.asyncIterator]() {
+            let failed = false;
             try {
-              for await (const chunk of res as AsyncIterable<Buffer>) {
+              // Not destroyed when the caller stops reading early: `leave` decides.
+              for await (const chunk of res.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
                 if (!gotFirst) {
                   gotFirst = true;
                   clearTimeout(timer);
@@ -171,17 +204,14 @@ function attemptOnce(p: Provider, url: string, init: RequestInit, scope: CallSco
               }
               if (!res.complete) throw new Error('response cut');
             } catch (err) {
+              failed = true;
               throw mapped(err, gotFirst);
             } finally {
-              done();
-              if (!res.complete) req.destroy();
+              leave(failed);
             }
           },
         },
-        close: () => {
-          done();
-          if (!res.complete) req.destroy();
-        },
+        close: () => leave(false),
       });
     });
     req.end(body);

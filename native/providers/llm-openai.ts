@@ -1,8 +1,9 @@
 // The `openai` chat engine: `POST {base}/chat/completions` with `stream: true`, read as
 // server-sent events (OpenAI, Ollama, vLLM, llama.cpp's server, Groq, …).
 //
-// - Messages, tools and tool calls in the OpenAI shape; text deltas as they come; tool calls
-//   assembled from their pieces and sent whole; finish reasons and token usage
+// - Messages, tools and tool calls in the OpenAI shape; text deltas as they come (the tokens of
+//   one piece of the response, which arrived together, as one delta); tool calls assembled from
+//   their pieces and sent whole; finish reasons and token usage
 //   (`stream_options.include_usage`; estimated as characters / 4 when the server sends none).
 // - Structured output: `response_format: {type: "json_schema"}`. A server that refuses it
 //   (HTTP 400/422 naming response_format or json_schema) is asked again by instruction, and
@@ -13,7 +14,7 @@ import { Role, type GenerateRequest, type Message } from '../../src/gen/inferenc
 import { StatusError } from '../status.ts';
 import { providerRequest, readJson, type CallScope, type Provider } from './http.ts';
 import { schemaViolation } from './json-schema.ts';
-import { readSse } from './sse.ts';
+import { readSseBatches } from './sse.ts';
 
 export type ChatEvent =
   | { type: 'text'; text: string }
@@ -77,32 +78,44 @@ export function createOpenAiChat(p: Provider): ChatEngine {
     let usage: { prompt_tokens?: number; completion_tokens?: number } | null = null;
     const calls = new Map<number, { id: string; name: string; args: string }>();
     try {
-      for await (const ev of readSse(res.body)) {
-        if (ev.data === '[DONE]') break;
-        let chunk: Record<string, any>;
-        try {
-          chunk = JSON.parse(ev.data);
-        } catch {
-          continue;
+      // One text event per piece of the response: the deltas that arrived together go out as one
+      // (the first text is not held back for anything not yet arrived).
+      read: for await (const batch of readSseBatches(res.body)) {
+        let piece = '';
+        for (const ev of batch) {
+          if (ev.data === '[DONE]') {
+            if (piece) yield { type: 'text', text: piece };
+            break read;
+          }
+          let chunk: Record<string, any>;
+          try {
+            chunk = JSON.parse(ev.data);
+          } catch {
+            continue;
+          }
+          if (chunk.error) {
+            if (piece) yield { type: 'text', text: piece };
+            throw new StatusError(grpc.status.UNAVAILABLE, `${p.what} failed mid-stream: ${String(chunk.error.message ?? 'error').slice(0, 200)}`);
+          }
+          if (chunk.usage) usage = chunk.usage;
+          const choice = chunk.choices?.[0];
+          if (!choice) continue;
+          const delta = choice.delta ?? {};
+          if (typeof delta.content === 'string' && delta.content) {
+            text += delta.content;
+            piece += delta.content;
+          }
+          for (const tc of delta.tool_calls ?? []) {
+            const i = typeof tc.index === 'number' ? tc.index : calls.size;
+            const c = calls.get(i) ?? { id: '', name: '', args: '' };
+            if (tc.id) c.id = tc.id;
+            if (tc.function?.name) c.name += tc.function.name;
+            if (tc.function?.arguments) c.args += typeof tc.function.arguments === 'string' ? tc.function.arguments : JSON.stringify(tc.function.arguments);
+            calls.set(i, c);
+          }
+          if (choice.finish_reason) reason = choice.finish_reason;
         }
-        if (chunk.error) throw new StatusError(grpc.status.UNAVAILABLE, `${p.what} failed mid-stream: ${String(chunk.error.message ?? 'error').slice(0, 200)}`);
-        if (chunk.usage) usage = chunk.usage;
-        const choice = chunk.choices?.[0];
-        if (!choice) continue;
-        const delta = choice.delta ?? {};
-        if (typeof delta.content === 'string' && delta.content) {
-          text += delta.content;
-          yield { type: 'text', text: delta.content };
-        }
-        for (const tc of delta.tool_calls ?? []) {
-          const i = typeof tc.index === 'number' ? tc.index : calls.size;
-          const c = calls.get(i) ?? { id: '', name: '', args: '' };
-          if (tc.id) c.id = tc.id;
-          if (tc.function?.name) c.name += tc.function.name;
-          if (tc.function?.arguments) c.args += typeof tc.function.arguments === 'string' ? tc.function.arguments : JSON.stringify(tc.function.arguments);
-          calls.set(i, c);
-        }
-        if (choice.finish_reason) reason = choice.finish_reason;
+        if (piece) yield { type: 'text', text: piece };
       }
     } finally {
       res.close();

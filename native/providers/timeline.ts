@@ -153,8 +153,18 @@ export class SegmentWriter {
   }
 
   private emit(n: number, last: boolean, final: boolean): AudioChunk {
-    const pcm = new Int16Array(n);
+    const head = this.pending[0];
+    let pcm: Int16Array;
     let at = 0;
+    if (head && head.length >= n) {
+      // The chunk lies within one piece: a view of it, no copy.
+      pcm = head.subarray(0, n);
+      at = n;
+      if (head.length === n) this.pending.shift();
+      else this.pending[0] = head.subarray(n);
+    } else {
+      pcm = new Int16Array(n);
+    }
     while (at < n) {
       const head = this.pending[0]!;
       const take = Math.min(head.length, n - at);

@@ -5,6 +5,7 @@
 // (`stream_format: "sse"`: `speech.audio.delta` events carrying base64 PCM). No timestamps:
 // alignment is estimated.
 import * as grpc from '@grpc/grpc-js';
+import { bytesToPcm } from '../audio.ts';
 import { StatusError } from '../status.ts';
 import { providerRequest, type CallScope, type Provider } from './http.ts';
 import { voiceRefused, type ProviderSpeechOptions, type SpeechProvider } from './speech.ts';
@@ -39,12 +40,10 @@ export class PcmReader {
       this.carry = b[b.length - 1]!;
       b = b.subarray(0, b.length - 1);
     }
-    // A copy into a fresh (aligned) buffer, read as the host's 16-bit samples: little-endian on
-    // every platform Node runs on here (checked at load). Not `b.slice()`: on a Buffer that is a
-    // view of the same memory (often a shared pool), not a copy.
-    const copy = new Uint8Array(b.length);
-    copy.set(b);
-    return new Int16Array(copy.buffer, 0, b.length / 2);
+    // Read as the host's 16-bit samples (little-endian on every platform Node runs on here,
+    // checked at load): a view of the piece where it arrived when it sits at an even offset
+    // (a response body's pieces are not reused by the socket), else a copy (bytesToPcm).
+    return bytesToPcm(b);
   }
 }
 

@@ -28,6 +28,33 @@ t.test('the resampler: pieces of any size concatenate into the exact length, the
   t.ok(alias.slice(100, -100).every((v) => Math.abs(v) < 50), '11 kHz (above the new Nyquist) does not fold back');
 });
 
+t.test('the resampler: the same samples whatever the pieces (1 sample at a time or all at once); a 6 kHz tone keeps its frequency and level at 24 → 16 kHz', async (t) => {
+  const x = Int16Array.from({ length: 4800 }, (_, i) => Math.round(9000 * Math.sin((2 * Math.PI * 6000 * i) / 24000) + 3000 * Math.sin((2 * Math.PI * 440 * i) / 24000)));
+  const run = (from: number, to: number, piece: number) => {
+    const r = new StreamResampler(from, to);
+    const parts: number[] = [];
+    for (let i = 0; i < x.length; i += piece) parts.push(...r.push(x.subarray(i, i + piece)));
+    parts.push(...r.flush());
+    return parts;
+  };
+  for (const [from, to] of [[24000, 16000], [48000, 16000], [16000, 24000], [44100, 16000]] as const) {
+    const whole = run(from, to, x.length);
+    t.equal(whole.length, Math.round((x.length * to) / from), `${from} → ${to}: the exact length`);
+    for (const piece of [1, 3, 160, 2401]) t.same(run(from, to, piece), whole, `${from} → ${to}: pieces of ${piece} give the same samples`);
+  }
+  // 6 kHz at 16 kHz: 8 samples every 3 periods. Its level: the correlation with the ideal tone.
+  const y = run(24000, 16000, 2400);
+  let dot = 0;
+  let norm = 0;
+  for (let i = 200; i < y.length - 200; i++) {
+    const ideal = Math.sin((2 * Math.PI * 6000 * i) / 16000);
+    dot += y[i]! * ideal;
+    norm += ideal * ideal;
+  }
+  const level = dot / norm;
+  t.ok(Math.abs(level - 9000) < 9000 * 0.05, `6 kHz kept at its level (${Math.round(level)} of 9000)`);
+});
+
 t.test('the aligner with provider timestamps: every character of the text once, in order, within the audio; characters the provider dropped share the gap', async (t) => {
   const a = new SegmentAligner('Hi, you there.', 1000, undefined);
   // The provider normalized: no comma, and an extra character it made up.

@@ -12,6 +12,7 @@ import { createGrpcClient } from '../../src/inference/grpc-service.ts';
 import { startBackend } from '../../native/server.ts';
 import { startChatProvider } from '../fixtures/chat-provider.ts';
 import { runKit } from '../contract/kit.ts';
+import { readSseBatches } from '../../native/providers/sse.ts';
 
 const KEY = 'sk-test-secret-4242';
 const chat = await startChatProvider();
@@ -105,6 +106,33 @@ t.test('structured output: json_schema when the server takes it; else by instruc
   t.notOk(chat.requests.some((r) => r.body.response_format), 'the refusal is remembered');
   chat.refuseJsonSchema = false;
   chat.proseFirst = false;
+});
+
+t.test('server-sent events: split across pieces anywhere (CRLF, CR, LF), comments skipped, data lines joined; the events a piece completes come together', async (t) => {
+  const pieces = ['data: {"a":1}\r', '\n\r\n: comment\ndata: x\ndata:y\n\nevent: e\rdata: z\r\r', 'data: [DO', 'NE]\n\n', 'data: tail'];
+  async function* body() {
+    for (const p of pieces) yield new TextEncoder().encode(p);
+  }
+  const batches = [];
+  for await (const b of readSseBatches(body())) batches.push(b);
+  t.same(batches, [
+    [{ event: '', data: '{"a":1}' }, { event: '', data: 'x\ny' }],
+    // A piece ending in CR: the line ends there, but whether an LF follows is known with the next piece.
+    [{ event: 'e', data: 'z' }],
+    [{ event: '', data: '[DONE]' }],
+    [{ event: '', data: 'tail' }],
+  ]);
+});
+
+t.test('answers one after another: the text whole, and one connection to the server for all of them', async (t) => {
+  chat.requests.length = 0;
+  for (let i = 0; i < 4; i++) {
+    const out = await generate({ messages: [{ role: Role.USER, content: 'say "one two three four five six"' }] });
+    t.equal(textOf(out), 'one two three four five six', `answer ${i + 1}: every word, in order`);
+    t.match(out.at(-1)!.event, { case: 'finish', value: { reason: 1 } });
+  }
+  t.equal(chat.requests.length, 4);
+  t.equal(new Set(chat.requests.map((r) => r.connection)).size, 1, 'the answers came on one kept-alive connection');
 });
 
 t.test('Capabilities and Health name the provider and say it answers; the key is in no log line', async (t) => {
