@@ -7,14 +7,14 @@
  * any of this.
  */
 import { write as fsWrite } from 'node:fs';
-import { mkdir, open, readFile, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, rmdir, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { WAV_HEADER_BYTES, wavHeader } from '../audio/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
 import { finishRecordingTrack, insertRecordingTracks } from './store.ts';
-import type { S3Client } from './s3.ts';
+import { S3Error, type S3Client } from './s3.ts';
 
 const BYTES_PER_MS = (SESSION_SAMPLE_RATE_HZ * 2) / 1000;
 /** A gap in a speaker's audio shorter than this is not filled with silence (jitter). */
@@ -81,12 +81,24 @@ export class Track {
   constructor(
     readonly path: string,
     private readonly startedAt: number,
+    /** Told once, at the first failed write (the open and the header included). */
+    private readonly onError: (err: unknown) => void = () => undefined,
   ) {
     this.fh = mkdir(dirname(path), { recursive: true }).then(() => open(path, 'w'));
     this.chain = this.fh.then((f) => f.write(wavHeader(SESSION_SAMPLE_RATE_HZ), 0, WAV_HEADER_BYTES, 0)).then(
       () => undefined,
-      (err) => void (this.error ??= err),
+      (err) => this.fail(err),
     );
+  }
+
+  /** Stops the track: what is pending is dropped, nothing more is written. The first error wins. */
+  fail(err: unknown): void {
+    if (this.error) return;
+    this.error = err;
+    if (this.pending) giveChunk(this.pending);
+    this.pending = null;
+    this.pendingBytes = 0;
+    this.onError(err);
   }
 
   /** Places `pcm` at `now` on the session's timeline (after silence if the speaker was quiet). */
@@ -141,20 +153,26 @@ export class Track {
         const f = await this.fh;
         await writeAt(f.fd, p, len, at);
       })
-      .catch((err) => void (this.error ??= err))
+      .catch((err) => this.fail(err))
       .finally(() => giveChunk(p));
   }
 
-  /** Completes the header; resolves with the PCM byte count, rejects if any write failed. */
-  async close(): Promise<number> {
+  private closing: Promise<number> | null = null;
+
+  /** Completes the header; resolves with the PCM byte count, rejects if any write failed. Idempotent. */
+  close(): Promise<number> {
+    return (this.closing ??= this.closeOnce());
+  }
+
+  private async closeOnce(): Promise<number> {
     this.flush();
     await this.chain;
     const f = await this.fh.catch((err) => {
-      this.error ??= err;
+      this.fail(err);
       return null;
     });
     if (f) {
-      if (!this.error) await f.write(wavHeader(SESSION_SAMPLE_RATE_HZ, this.bytes), 0, WAV_HEADER_BYTES, 0).catch((err) => void (this.error ??= err));
+      if (!this.error) await f.write(wavHeader(SESSION_SAMPLE_RATE_HZ, this.bytes), 0, WAV_HEADER_BYTES, 0).catch((err) => this.fail(err));
       await f.close().catch(() => undefined);
     }
     if (this.error) throw this.error;
@@ -170,30 +188,87 @@ export interface RecorderOptions {
   log: Logger;
 }
 
-/** Starts recording a session: registers its tracks and opens their files. */
+/** Why a recording failed, as stored on its tracks (`error_code`, `error`). */
+export interface RecordingFailure {
+  code: 'disk_full' | 'write_failed' | 'upload_failed';
+  message: string;
+}
+
+const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+/** A local write that failed: `disk_full` for ENOSPC (and EDQUOT, a full quota), else `write_failed`. */
+export function writeFailure(err: unknown): RecordingFailure {
+  const errno = errnoOf(err);
+  if (errno === 'ENOSPC' || errno === 'EDQUOT') return { code: 'disk_full', message: `Recording stopped: the recordings disk is full (${errno})` };
+  return { code: 'write_failed', message: `The track could not be written${errno ? ` (${errno})` : ''}` };
+}
+
+/** An upload to S3 that failed, saying why (the store's status, a timeout, or no connection); never a secret. */
+export function uploadFailure(err: unknown): RecordingFailure {
+  const why = err instanceof S3Error
+    ? `the store answered ${err.status}`
+    : (err as Error | null)?.name === 'TimeoutError'
+      ? `the store did not answer within ${UPLOAD_TIMEOUT_MS / 1000} s`
+      : errnoOf(err)
+        ? `the local copy could not be read (${errnoOf(err)})`
+        : 'the store could not be reached';
+  return { code: 'upload_failed', message: `The track could not be uploaded: ${why}` };
+}
+
+/**
+ * Starts recording a session: registers its tracks and opens their files.
+ *
+ * A failed local write (a full disk above all) stops the whole recording at once, during the
+ * call: every track stops taking audio, its partial file is removed (it would never be served,
+ * and on a full disk its space is wanted), and its row is settled `failed` with the reason, so
+ * the recording and the session record say why while the call goes on. One warning is logged
+ * per session. The session itself never hears of it (D-REC-2).
+ */
 export function startRecorder(o: RecorderOptions, sessionId: string, now: () => number): SessionRecorder {
   const storage = o.s3 ? 's3' : 'local';
   const startedAt = now();
-  const tracks = new Map(TRACK_ROLES.map((role) => [role, new Track(join(o.dir, trackKey(sessionId, role)), startedAt)]));
+  let stopped = false;
+  let stopping: Promise<void> | null = null;
+  const stop = (err: unknown) => {
+    if (stopped) return;
+    stopped = true; // before failing the other tracks, which tell this again
+    const failure = writeFailure(err);
+    o.log.warn({ sessionId, error_code: failure.code, errno: errnoOf(err), dir: o.dir }, failure.message);
+    for (const track of tracks.values()) track.fail(err);
+    stopping = (async () => {
+      await registered.catch(() => undefined);
+      await Promise.all([...tracks].map(async ([role, track]) => {
+        await track.close().catch(() => undefined);
+        await rm(track.path, { force: true }).catch(() => undefined);
+        await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code })
+          .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
+      }));
+      await rmdir(join(o.dir, sessionId)).catch(() => undefined); // the session's folder, once empty
+    })();
+  };
+  const tracks = new Map(TRACK_ROLES.map((role) => [role, new Track(join(o.dir, trackKey(sessionId, role)), startedAt, stop)]));
   const registered = insertRecordingTracks(o.sql, sessionId, TRACK_ROLES.map((role) => ({ role, storage, objectKey: trackKey(sessionId, role) })));
   registered.catch((err) => o.log.error({ err, sessionId }, 'recording tracks not registered'));
   let finishing: Promise<void> | null = null;
 
-  const settle = async (role: TrackRole, track: Track) => {
-    try {
-      const bytes = await track.close();
-      if (o.s3) {
+  /** A track written whole: uploaded when stored in S3, then settled; an upload failure is returned. */
+  const settle = async (role: TrackRole, track: Track, bytes: number): Promise<RecordingFailure | null> => {
+    if (o.s3) {
+      try {
         const body = await readFile(track.path);
         await o.s3.put(trackKey(sessionId, role), body, 'audio/wav', AbortSignal.timeout(UPLOAD_TIMEOUT_MS));
-        await rm(track.path, { force: true });
+      } catch (err) {
+        // The local copy stays (complete) in the folder for the operator.
+        const failure = uploadFailure(err);
+        await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code })
+          .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
+        return failure;
       }
-      await finishRecordingTrack(o.sql, sessionId, role, { status: 'complete', sizeBytes: bytes + WAV_HEADER_BYTES, durationMs: Math.round(bytes / BYTES_PER_MS) });
-    } catch (err) {
-      o.log.error({ err, sessionId, role }, 'recording track failed');
-      const code = o.s3 && !track.error ? 'upload_failed' : 'write_failed';
-      await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: code === 'upload_failed' ? 'The track could not be uploaded' : 'The track could not be written', errorCode: code })
-        .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
+      await rm(track.path, { force: true }).catch(() => undefined);
     }
+    await finishRecordingTrack(o.sql, sessionId, role, { status: 'complete', sizeBytes: bytes + WAV_HEADER_BYTES, durationMs: Math.round(bytes / BYTES_PER_MS) })
+      .catch((e) => o.log.error({ err: e, sessionId }, 'recording outcome not recorded'));
+    return null;
   };
 
   return {
@@ -202,7 +277,11 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
     finish: () =>
       (finishing ??= (async () => {
         await registered.catch(() => undefined);
-        await Promise.all([...tracks].map(([role, track]) => settle(role, track)));
+        // Completing the files is the last local write: a full disk may show only now.
+        const closed = await Promise.all([...tracks].map(([role, track]) => track.close().then((bytes) => ({ role, track, bytes }), () => null)));
+        if (stopping) return void (await stopping);
+        const failures = (await Promise.all(closed.map((c) => c && settle(c.role, c.track, c.bytes)))).filter((f) => f);
+        if (failures.length) o.log.warn({ sessionId, error_code: 'upload_failed', tracks: failures.length }, `Recording not stored: ${failures[0]!.message}`);
       })()),
   };
 }

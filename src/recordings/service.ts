@@ -44,6 +44,27 @@ export const recordingView = z.object({
 });
 export type RecordingView = z.infer<typeof recordingView>;
 
+/** The recording's state in the session record (`recording`): null when it was never recorded. */
+export const recordingSummary = recordingView.pick({ status: true, error: true, error_code: true, error_message: true });
+export type RecordingSummary = z.infer<typeof recordingSummary>;
+
+/**
+ * The state of a recording from its tracks: `processing` while one is active, `failed` when
+ * every track failed (with the first track's reason), else `complete`.
+ */
+export function summarizeRecording(tracks: Pick<RecordingTrackRow, 'status' | 'error' | 'error_code'>[]): RecordingSummary {
+  const status = tracks.some((t) => t.status === 'active') ? 'processing' : tracks.every((t) => t.status === 'failed') ? 'failed' : 'complete';
+  if (status !== 'failed') return { status, error: null, error_code: null, error_message: null };
+  const first = tracks[0];
+  const same = tracks.every((t) => t.error_code === first?.error_code);
+  return {
+    status,
+    error: 'recording_failed',
+    error_code: first?.error_code ?? null,
+    error_message: (same ? first?.error : null) ?? 'No track of this session could be stored',
+  };
+}
+
 export interface RecordingServiceOptions {
   sql: Sql;
   box: SecretBox;
@@ -114,16 +135,14 @@ export class RecordingService {
         error_code: t.error_code,
       };
     });
-    const status = tracks.some((t) => t.status === 'active') ? 'processing' : tracks.every((t) => t.status === 'failed') ? 'failed' : 'complete';
-    const failed = status === 'failed';
-    return {
-      session_id: sessionId,
-      status,
-      tracks,
-      error: failed ? 'recording_failed' : null,
-      error_code: failed ? (tracks[0]?.error_code ?? null) : null,
-      error_message: failed ? 'No track of this session could be stored' : null,
-    };
+    const { status, ...why } = summarizeRecording(rows);
+    return { session_id: sessionId, status, tracks, ...why };
+  }
+
+  /** The recording's state for the session record; null when the session was never recorded. */
+  async summary(sessionId: string): Promise<RecordingSummary | null> {
+    const rows = await listRecordingTracks(this.o.sql, sessionId);
+    return rows.length ? summarizeRecording(rows) : null;
   }
 
   /** The bytes behind a local signed URL; 404 for a bad or expired signature (nothing is revealed). */

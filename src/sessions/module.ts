@@ -49,6 +49,7 @@ export const sessionsModule = defineModule({
     mountWebsocketTransport(http, runtime, log, siblings);
     const sessions = new SessionService({
       sql,
+      recordingSummary: (id) => recordings.summary(id),
       state,
       box,
       pricePerMinuteMicros: config.sessionPricePerMinuteMicros,

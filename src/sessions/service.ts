@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { analysisEntity, toAnalysisView } from '../analysis/index.ts';
+import { recordingSummary, type RecordingSummary } from '../recordings/index.ts';
 import { z } from 'zod';
 import { ServiceError, dependencyUnavailable, notFound } from '../errors.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
@@ -206,6 +207,7 @@ export const sessionDetail = sessionListRow.extend({
   metrics: z.unknown().describe('Per-turn latency as recorded by the runtime, or null'),
   items: z.array(sessionItem),
   analysis: analysisEntity.nullable().describe('Post-call analysis; null until it settles'),
+  recording: recordingSummary.nullable().describe('The recording (docs/api/recordings.md): `processing`, `complete`, or `failed` with why (`error_code` `disk_full`, `write_failed`, `upload_failed`); null when never recorded'),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -244,7 +246,7 @@ export function toItems(rows: SessionItemRow[]): z.infer<typeof sessionItem>[] {
   return items.map((i) => i.item);
 }
 
-export function toDetail(r: SessionRow, items: SessionItemRow[]): z.infer<typeof sessionDetail> {
+export function toDetail(r: SessionRow, items: SessionItemRow[], recording: RecordingSummary | null = null): z.infer<typeof sessionDetail> {
   return {
     ...toListRow(r),
     version_number: r.version_number,
@@ -262,6 +264,7 @@ export function toDetail(r: SessionRow, items: SessionItemRow[]): z.infer<typeof
     metrics: r.metrics ?? null,
     items: toItems(items),
     analysis: toAnalysisView(r),
+    recording,
   };
 }
 
@@ -290,6 +293,8 @@ export interface SessionServiceDeps {
    * before anything is charged or stored (`src/transport/livekit.ts` `livekitRoomEnsurer`).
    */
   ensureRoom?: EnsureRoom;
+  /** The recording's state for the record (`recording`); without it, null. */
+  recordingSummary?: (sessionId: string) => Promise<RecordingSummary | null>;
   now?: () => number;
 }
 
@@ -624,7 +629,8 @@ export class SessionService {
   async get(p: Principal, sessionId: string) {
     const s = await getSession(this.deps.sql, p.teamId, sessionId);
     if (!s) throw notFound('Session');
-    return toDetail(s, await listSessionItems(this.deps.sql, s.id));
+    const [items, recording] = await Promise.all([listSessionItems(this.deps.sql, s.id), this.deps.recordingSummary?.(s.id) ?? null]);
+    return toDetail(s, items, recording);
   }
 
   list(p: Principal, q: z.output<typeof sessionListQuery>, page: PageRequest) {

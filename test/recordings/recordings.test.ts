@@ -92,6 +92,7 @@ t.test('local folder: per-speaker tracks behind signed URLs; never recorded → 
   const none = await app.req('GET', `/v1/agent/sessions/${quiet.session_id}/recording`);
   t.equal(none.status, 404);
   t.same(none.body, { status: 404, message: 'Recording not found' }, 'a real session never recorded');
+  t.equal((await app.req('GET', `/v1/agent/sessions/${quiet.session_id}`)).body.recording, null, 'its record has no recording');
 
   const team = await app.newTeam();
   const foreign = await fetch(`${app.url}/v1/agent/sessions/${sessionId}/recording`, { headers: team.auth });
@@ -131,6 +132,8 @@ t.test('S3-compatible storage: tracks uploaded with SigV4, served by presigned U
   s3.failPuts = 2;
   const lost = await converse(app, agent, 'nobody keeps this');
   const failed = await settled(app, lost);
-  t.match(failed, { status: 'failed', error: 'recording_failed', error_code: 'upload_failed', error_message: String });
-  t.same(failed.tracks.map((x: any) => [x.role, x.status, x.url, x.error_code]), [['agent', 'failed', null, 'upload_failed'], ['user', 'failed', null, 'upload_failed']]);
+  t.match(failed, { status: 'failed', error: 'recording_failed', error_code: 'upload_failed', error_message: 'The track could not be uploaded: the store answered 500' });
+  t.same(failed.tracks.map((x: any) => [x.role, x.status, x.url, x.error_code, x.error]), [['agent', 'failed', null, 'upload_failed', 'The track could not be uploaded: the store answered 500'], ['user', 'failed', null, 'upload_failed', 'The track could not be uploaded: the store answered 500']], 'each track says why');
+  t.match((await app.req('GET', `/v1/agent/sessions/${lost}`)).body.recording, { status: 'failed', error_code: 'upload_failed', error_message: /answered 500/ }, 'so does the session record');
+  t.match((await app.req('GET', `/v1/agent/sessions/${sessionId}`)).body.recording, { status: 'complete', error: null, error_code: null, error_message: null });
 });

@@ -1,11 +1,12 @@
 // A recorded track (docs/api/recordings.md) is time-aligned with the session: each piece of audio lands
 // where it was heard, the gaps between read back as silence, and audio is written in chunks.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { parseWav } from '../../src/audio/index.ts';
-import { Track, WRITE_CHUNK_BYTES } from '../../src/recordings/recorder.ts';
+import { Track, WRITE_CHUNK_BYTES, uploadFailure, writeFailure } from '../../src/recordings/recorder.ts';
+import { S3Client, S3Error } from '../../src/recordings/s3.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-track-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -95,4 +96,28 @@ t.test('a track that cannot be written fails on close instead of pretending', as
   const track = new Track(join(dir, 'blocker', 's5', 'agent.wav'), 0);
   track.push(tone(20, 1), 0);
   await t.rejects(track.close());
+});
+
+t.test('a full disk (ENOSPC from /dev/full) stops the track at its first write and names the reason', { skip: existsSync('/dev/full') ? false : 'no /dev/full here' }, async (t) => {
+  mkdirSync(join(dir, 's8'));
+  symlinkSync('/dev/full', join(dir, 's8', 'agent.wav')); // every write to it fails with ENOSPC
+  const told: unknown[] = [];
+  const track = new Track(join(dir, 's8', 'agent.wav'), 0, (err) => told.push(err));
+  for (let i = 0; i < 300; i++) track.push(tone(20, 1), i * 20);
+  const err = await track.close().then(() => null, (e: unknown) => e);
+  t.match(err, { code: 'ENOSPC' }, 'close rejects with the write\'s error');
+  t.equal(told.length, 1, 'told once, however much audio followed');
+  t.same(writeFailure(err), { code: 'disk_full', message: 'Recording stopped: the recordings disk is full (ENOSPC)' });
+  t.same(writeFailure(Object.assign(new Error('io'), { code: 'EIO' })), { code: 'write_failed', message: 'The track could not be written (EIO)' });
+});
+
+t.test('an upload failure says why without naming a secret', async (t) => {
+  t.equal(uploadFailure(new S3Error('S3 PUT answered 503', 503)).message, 'The track could not be uploaded: the store answered 503');
+  t.equal(uploadFailure(new DOMException('timed out', 'TimeoutError')).message, 'The track could not be uploaded: the store did not answer within 120 s');
+  const secretAccessKey = 'never-in-a-message';
+  const client = new S3Client({ endpoint: 'http://127.0.0.1:1', bucket: 'b', region: 'r', accessKeyId: 'AKID', secretAccessKey });
+  const err = await client.put('k', new Uint8Array(1), 'audio/wav').then(() => null, (e: unknown) => e);
+  const f = uploadFailure(err);
+  t.same(f, { code: 'upload_failed', message: 'The track could not be uploaded: the store could not be reached' });
+  t.notOk(JSON.stringify(f).includes(secretAccessKey));
 });
