@@ -7,6 +7,8 @@ import { startPlatform } from './platform.ts';
 import { startNode } from './threads/primary.ts';
 import { openDatabase } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
+import { announceAuthChange } from './auth/keys.ts';
+import { createSharedState } from './state/index.ts';
 
 const HELP: Record<string, string> = {
   '': `Usage: parley <command> [options]
@@ -25,7 +27,7 @@ Every command reads DATABASE_URL / PARLEY_DATA_DIR like the server. On the embed
   migrate: `Usage: parley migrate\n\nApplies every pending migration in order, each once, under an advisory lock.`,
   'team create': `Usage: parley team create --name <name> [--beta] [--credit <amount>]\n\nCreates a team (with beta access when --beta, with starting credit in currency units)\nand prints its id and a new API key. The key is shown once.`,
   'key create': `Usage: parley key create --team <team_id> [--name <label>] [--expires <ISO date>]\n\nCreates an API key for the team and prints it once.`,
-  'key revoke': `Usage: parley key revoke <key_id | key prefix>\n\nRevokes the key; requests with it get 401 Invalid token (within PARLEY_AUTH_CACHE_MS).`,
+  'key revoke': `Usage: parley key revoke <key_id | key prefix>\n\nRevokes the key; requests with it get 401 Invalid token: at once on a server on the embedded store\nor on nodes sharing REDIS_URL with this command, else within PARLEY_AUTH_CACHE_MS.`,
   'credit grant': `Usage: parley credit grant --team <team_id> --amount <amount>\n\nAdds credit (currency units, may be fractional; negative removes) and records it in the ledger.`,
   'beta grant': `Usage: parley beta grant --team <team_id>\n\nGives the team beta access to the agent platform.`,
   'beta revoke': `Usage: parley beta revoke --team <team_id>\n\nRemoves the team's beta access (creating agent resources then answers 403).`,
@@ -61,9 +63,23 @@ async function withAdmin<T>(fn: (admin: TeamAdmin) => Promise<T>): Promise<T> {
   }
   const claim = embeddedFolder ? claimDataDir(config.dataDir, '') : undefined;
   try {
-    return await withStore((sql) => fn(storeAdmin(sql)));
+    return await withStore((sql) => fn(storeAdmin(sql, () => announceToNodes(config.redisUrl))));
   } finally {
     claim?.release();
+  }
+}
+
+/**
+ * A revoke or beta change made here on Postgres: with REDIS_URL, every running node and worker
+ * forgets its verified keys at once; without it they notice within PARLEY_AUTH_CACHE_MS.
+ */
+async function announceToNodes(redisUrl: string | undefined): Promise<void> {
+  if (!redisUrl) return;
+  const state = await createSharedState({ redisUrl });
+  try {
+    await announceAuthChange(state);
+  } finally {
+    await state.close();
   }
 }
 

@@ -8,6 +8,7 @@
  */
 import type { Authenticate } from './auth/principal.ts';
 import type { KeyVerifier } from './auth/keys.ts';
+import type { AgentCache } from './agents/cache.ts';
 import type { Config } from './config.ts';
 import type { SecretBox } from './crypto/secrets.ts';
 import type { HttpApp } from './http/app.ts';
@@ -84,6 +85,8 @@ export interface Wiring {
   nativeBackend: NativeProcess | undefined;
   box: SecretBox;
   verifier: KeyVerifier;
+  /** Agent rows kept for `GET /v1/agent/agents/{id}`; every write of an agent calls `changed`. */
+  agentCache: AgentCache;
   authenticate: Authenticate;
   teamId: string;
   bootstrapKey: string | undefined;

@@ -22,7 +22,11 @@ export interface TeamAdmin {
   setBeta(o: { teamId: string; enabled: boolean }): Promise<boolean>;
 }
 
-export function storeAdmin(sql: Sql): TeamAdmin {
+/**
+ * `authChanged` runs after a revoke or a beta change took effect (a verified key may now be
+ * refused): the server clears its key cache and tells every worker and node.
+ */
+export function storeAdmin(sql: Sql, authChanged: () => Promise<void> = async () => {}): TeamAdmin {
   return {
     async createTeam({ name, beta, creditMicros }) {
       const team = await createTeam(sql, { id: newId('team'), name, betaAccess: beta, creditMicros });
@@ -34,8 +38,16 @@ export function storeAdmin(sql: Sql): TeamAdmin {
       const { key, row } = await createKey(sql, teamId, { name, expiresAt });
       return { keyId: row.id, key };
     },
-    revokeKey: (idOrPrefix) => revokeKey(sql, idOrPrefix),
+    async revokeKey(idOrPrefix) {
+      const n = await revokeKey(sql, idOrPrefix);
+      if (n > 0) await authChanged();
+      return n;
+    },
     grantCredit: ({ teamId, amountMicros }) => grantCredit(sql, teamId, amountMicros),
-    setBeta: ({ teamId, enabled }) => setBetaAccess(sql, teamId, enabled),
+    async setBeta({ teamId, enabled }) {
+      const found = await setBetaAccess(sql, teamId, enabled);
+      if (found) await authChanged();
+      return found;
+    },
   };
 }

@@ -25,7 +25,7 @@ export function mountAgentRoutes(http: HttpApp, agents: AgentService): void {
   http.route({
     method: 'GET', path: '/v1/agent/agents/{agent_id}', auth: 'required',
     doc: { summary: 'Read an agent', tags, responses: { 200: { description: 'The agent', schema: agentEntity }, 404: { description: 'Missing or another team\'s', schema: errorBody } } },
-    handler: async (ctx) => ({ status: 200, body: toEntity(await agents.get(who(ctx), ctx.params.agent_id!)) }),
+    handler: async (ctx) => ({ status: 200, body: await agents.read(who(ctx), ctx.params.agent_id!) }),
   });
   http.route({
     method: 'PATCH', path: '/v1/agent/agents/{agent_id}', auth: 'required', body: 'json', input: { body: agentPatchBody },

@@ -5,6 +5,7 @@ import { requireBeta, type Principal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { deleteAgent, getAgent, insertAgent, listAgents, updateAgent, type AgentFilter, type AgentRow } from './store.ts';
 import type { PageRequest } from '../store/paginate.ts';
+import type { AgentCache } from './cache.ts';
 
 export const OVERRIDE_NAMES = ['first_message', 'system_prompt', 'voice_id', 'language'] as const;
 
@@ -83,6 +84,9 @@ export function toEntity(a: AgentRow): AgentEntity {
   };
 }
 
+/** The entity of each row the cache keeps (rows read past it are collected with theirs). */
+const entities = new WeakMap<AgentRow, AgentEntity>();
+
 /** Builds the initial draft of a new agent: the defaults with an optional full patch applied. */
 export interface DraftFactory {
   initial(teamId: string, patch: unknown): Promise<{ config: unknown; hash: string }>;
@@ -90,7 +94,7 @@ export interface DraftFactory {
 
 /** The agents resource, independent of HTTP. */
 export class AgentService {
-  constructor(private readonly sql: Sql, private readonly drafts: DraftFactory) {}
+  constructor(private readonly sql: Sql, private readonly drafts: DraftFactory, private readonly cache?: AgentCache) {}
 
   /** Creating agent resources needs beta access on the team. */
   static requireBeta(p: Principal): void {
@@ -104,8 +108,16 @@ export class AgentService {
     return toEntity(row);
   }
 
+  /** The entity of `get`; a kept row's entity is built once (do not mutate it). */
+  async read(p: Principal, id: string): Promise<AgentEntity> {
+    const row = await this.get(p, id);
+    let entity = entities.get(row);
+    if (!entity) entities.set(row, (entity = toEntity(row)));
+    return entity;
+  }
+
   async get(p: Principal, id: string): Promise<AgentRow> {
-    const row = await getAgent(this.sql, p.teamId, id);
+    const row = this.cache ? await this.cache.read(p.teamId, id, () => getAgent(this.sql, p.teamId, id)) : await getAgent(this.sql, p.teamId, id);
     if (!row) throw notFound('Agent');
     return row;
   }
@@ -118,10 +130,12 @@ export class AgentService {
     const patch = { ...body, allowed_origins: body.allowed_origins?.map((o) => normalizeOrigin(o)!) };
     const row = await updateAgent(this.sql, p.teamId, id, patch);
     if (!row) throw notFound('Agent');
+    await this.cache?.changed(id);
     return toEntity(row);
   }
 
   async delete(p: Principal, id: string): Promise<void> {
     if (!(await deleteAgent(this.sql, p.teamId, id))) throw notFound('Agent');
+    await this.cache?.changed(id);
   }
 }

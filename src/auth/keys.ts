@@ -3,6 +3,7 @@ import { ServiceError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Principal } from './principal.ts';
 import type { Sql } from '../store/db.ts';
+import type { SharedState } from '../state/types.ts';
 import { findKeyByHash, insertKey, type ApiKeyRow } from './store-keys.ts';
 
 /** 32 random bytes, base64url, behind a recognisable prefix. */
@@ -26,10 +27,20 @@ export async function createKey(sql: Sql, teamId: string, opts: { name?: string;
   return { key, row };
 }
 
+/** The pub/sub channel that tells every worker and node to forget verified keys (D-API-2). */
+export const AUTH_CHANGED_CHANNEL = 'auth:changed';
+
+/** After a revoke or a beta change is committed: every worker and node forgets its verified keys. */
+export async function announceAuthChange(state: SharedState): Promise<void> {
+  await state.publish(AUTH_CHANGED_CHANNEL, '');
+}
+
 /**
  * Verifies bearer keys against the store. A verified key is trusted for `cacheMs` (default
- * 2 s) so hot paths do not query per request; revocation and expiry therefore take effect
- * within that bound. Unknown keys are never cached.
+ * 2 s) so hot paths do not query per request. A revoke or beta change through this server
+ * clears it at once; one made elsewhere (another worker or node, the CLI on Postgres with
+ * `REDIS_URL`) clears it when its `auth:changed` message arrives (`listen`); `cacheMs` bounds
+ * the rest (a lost message, expiry). Unknown keys are never cached.
  */
 export class KeyVerifier {
   private cache = new Map<string, { p: Principal; expiresAt: Date | null; until: number }>();
@@ -56,6 +67,12 @@ export class KeyVerifier {
       this.cache.set(hash, { p, expiresAt: row.expires_at, until: now + this.cacheMs });
     }
     return p;
+  }
+
+  /** Clears the cache on every `auth:changed` message and whenever messages may have been lost. */
+  listen(state: SharedState): Promise<() => Promise<void>> {
+    state.onGap(() => this.clear());
+    return state.subscribe(AUTH_CHANGED_CHANNEL, () => this.clear());
   }
 
   /** Forget cached verifications (after a revoke on this node, or a beta change). */

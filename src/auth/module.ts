@@ -9,10 +9,11 @@ import { KeyVerifier } from './keys.ts';
  */
 export const authModule = defineModule({
   name: 'auth',
-  needs: ['config', 'db', 'sql'],
-  async start({ config, db, sql }) {
+  needs: ['config', 'db', 'sql', 'state'],
+  async start({ config, db, sql, state }, onClose) {
     const box = createSecretBox(loadMasterKey({ envKey: config.secretKey, dataDir: config.dataDir }));
     const verifier = new KeyVerifier(sql, config.authCacheMs);
+    onClose(await verifier.listen(state));
     const boot = await bootstrap(sql, { key: config.bootstrapKey, creditMicros: config.bootstrapCreditMicros, shared: db.kind === 'postgres' });
     return { box, verifier, authenticate: verifier.verify.bind(verifier), teamId: boot.teamId, bootstrapKey: boot.key };
   },

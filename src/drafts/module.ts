@@ -6,8 +6,8 @@ import { DraftService } from './service.ts';
 /** The draft config, publish and versions of an agent. */
 export const draftsModule = defineModule({
   name: 'drafts',
-  needs: ['http', 'sql', 'box'],
-  start({ http, sql, box }) {
-    mountDraftRoutes(http, new DraftService(sql, box, references, pin));
+  needs: ['http', 'sql', 'box', 'agentCache'],
+  start({ http, sql, box, agentCache }) {
+    mountDraftRoutes(http, new DraftService(sql, box, references, pin, agentCache));
   },
 });

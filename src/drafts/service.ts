@@ -107,6 +107,8 @@ export class DraftService {
     private readonly box: SecretBox,
     private readonly references: (teamId: string, sql: Sql) => ReferenceResolver,
     private readonly pin: Pinner,
+    /** Told after a publish created a version (the agent's `publication_state` and `updated_at` changed). */
+    private readonly agents?: { changed(agentId: string): Promise<void> },
   ) {}
 
   /**
@@ -147,6 +149,7 @@ export class DraftService {
       publishPolicy,
     );
     if (!r) throw notFound('Agent');
+    if (r.created) await this.agents?.changed(agentId);
     return toSummary(r.version);
   }
 

@@ -9,7 +9,7 @@ import { JSON_BODY_LIMIT, formFields, isJson, isMsgpack, mediaType, parseJson, p
 import { pageRequest } from './pagination.ts';
 import { Reply } from './reply.ts';
 import { parse } from '../validation.ts';
-import { Router, type Ctx, type Input, type Method, type RouteInput, type RouteSpec } from './router.ts';
+import { Router, type Ctx, type Input, type Method, type Principal, type RouteInput, type RouteSpec } from './router.ts';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT. */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -139,10 +139,11 @@ export function bearerToken(header: string | undefined): string | undefined {
  * A NUL (`%00`) in a path parameter or the query reaches no handler: no store can keep it
  * (PostgreSQL text refuses it), so it is a 400 naming where it was (docs/reliability.md).
  */
-export function refuseNul(params: Record<string, string>, query: URLSearchParams): void {
-  for (const [name, value] of Object.entries(params)) {
-    if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in path parameter ${name}`);
+export function refuseNul(params: Record<string, string>, query: URLSearchParams | undefined): void {
+  for (const name in params) {
+    if (params[name]!.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in path parameter ${name}`);
   }
+  if (!query) return;
   for (const [name, value] of query) {
     if (name.includes('\0')) throw new ServiceError('bad_request', 'NUL character (%00) in a query parameter name');
     if (value.includes('\0')) throw new ServiceError('bad_request', `NUL character (%00) in query parameter ${name}`);
@@ -239,59 +240,37 @@ export class HttpApp {
 
   private dispatch(res: uws.HttpResponse, req: uws.HttpRequest): void {
     const started = performance.now();
-    const ac = new AbortController();
-    res.onAborted(() => ac.abort());
-    const reply = new Reply(res, ac.signal);
     // Copy everything out of `req` now: it is invalid after this callback returns.
     const method = req.getMethod().toUpperCase();
     const rawUrl = req.getUrl();
     const q = rawUrl.indexOf('?'); // only the fallback imitation leaves the query on the URL
     const path = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
-    const query = new URLSearchParams(readQuery(req));
     const headers = readHeaders(req);
-    const ip = readIp(res);
-    const incomingId = headers['x-request-id'];
-    const requestId = requestIdFrom(incomingId);
-    reply.addBaseHeader('X-Request-Id', requestId);
-    reply.addBaseHeader('Access-Control-Allow-Origin', '*');
-    reply.addBaseHeader('Access-Control-Expose-Headers', 'X-Request-Id, Retry-After, X-Generation-Id');
-    const log = this.opts.log.child({ requestId });
+    const ex = new Exchange(this, res, method, path, readQuery(req), headers, started);
+    res.onAborted(ex.reply.abort);
 
-    const { spec, params, allowed } = this.router.match(method, path);
-    const routeLabel = spec?.path ?? (allowed.length ? path : 'unmatched');
     this.inflight++;
-    let settled = false;
-    const finish = () => {
-      if (settled) return;
-      settled = true;
-      this.inflight--;
-      const status = reply.aborted && !reply.started ? 499 : reply.status;
-      this.opts.metrics.observe(method, routeLabel, status, performance.now() - started);
-      log.debug({ method, route: routeLabel, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
-      if (this.inflight === 0 && this.drained) this.drained();
-    };
-
-    // Collect the body synchronously (uWS requires onData before returning) while auth runs.
-    const limit = spec?.bodyLimit ?? JSON_BODY_LIMIT;
-    const declared = headers['content-length'] !== undefined ? Number(headers['content-length']) : undefined;
-    const hasBody = BODY_METHODS.has(method) && (declared ? declared > 0 : headers['transfer-encoding'] !== undefined);
-    let bodyPromise: Promise<Buffer | undefined> = Promise.resolve(undefined);
+    const spec = ex.spec;
     if (method === 'OPTIONS') {
-      reply.send(204, null, {
+      ex.reply.send(204, null, {
         'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
         'Access-Control-Allow-Headers': headers['access-control-request-headers'] ?? 'Authorization, Content-Type',
         'Access-Control-Max-Age': '600',
       });
-      finish();
+      this.finish(ex);
       return;
     }
+    // Collect the body synchronously (uWS requires onData before returning) while auth runs.
+    const limit = spec?.bodyLimit ?? JSON_BODY_LIMIT;
+    const declared = headers['content-length'] !== undefined ? Number(headers['content-length']) : undefined;
+    const hasBody = BODY_METHODS.has(method) && (declared ? declared > 0 : headers['transfer-encoding'] !== undefined);
     if (hasBody) {
       if (declared !== undefined && declared > limit) {
-        this.sendError(reply, log, new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`), path);
-        finish();
+        this.sendError(ex, new ServiceError('payload_too_large', `Request body exceeds ${limit} bytes`));
+        this.finish(ex);
         return;
       }
-      bodyPromise = new Promise((resolve, reject) => {
+      ex.bodyPromise = new Promise((resolve, reject) => {
         const chunks: Buffer[] = [];
         let size = 0;
         let over = false;
@@ -323,80 +302,102 @@ export class HttpApp {
           }
         });
       });
-      bodyPromise.catch(() => {});
+      ex.bodyPromise.catch(() => {});
     }
-
-    const run = async () => {
-      if (!spec) {
-        if (!allowed.length && this.pageFallback && (method === 'GET' || method === 'HEAD') && /\btext\/html\b/.test(headers['accept'] ?? '')) {
-          this.pageFallback(reply, headers);
-          return;
-        }
-        if (allowed.length) throw new ServiceError('method_not_allowed', 'Method not allowed', { headers: { Allow: allowed.join(', ') } });
-        if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
-        throw new ServiceError('not_found', 'Not found');
-      }
-      let form: Form | undefined;
-      const ctx: Ctx = {
-        method: method as Method, path, route: spec.path, params, query, headers, body: undefined, requestId, ip, signal: ac.signal, log, reply,
-        input: NO_INPUT,
-        form: () => (form ??= formFields(parseMultipart(ctx.rawBody ?? Buffer.alloc(0), headers['content-type'] ?? ''))),
-      };
-      const messages = spec.authMessages ?? DEFAULT_AUTH_MESSAGES;
-      if (spec.auth !== 'none') {
-        const header = headers['authorization'];
-        if (header === undefined && spec.auth === 'optional') {
-          // anonymous
-        } else {
-          const token = bearerToken(header);
-          if (!token) throw new ServiceError('unauthenticated_bare', 'Unauthorized', { headers: { 'WWW-Authenticate': 'Bearer' } });
-          ctx.principal = await this.opts.authenticate(token, messages);
-        }
-      }
-      refuseNul(params, query);
-      const raw = await bodyPromise;
-      ctx.rawBody = raw;
-      const kind = spec.body ?? 'none';
-      if (kind !== 'none' && kind !== 'any') {
-        const ct = headers['content-type'];
-        if (!raw || raw.length === 0) {
-          if (!spec.bodyOptional) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-        } else if (kind === 'json') {
-          if (!isJson(ct)) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-          ctx.body = parseJson(raw);
-        } else if (kind === 'json-or-msgpack') {
-          if (isJson(ct)) ctx.body = parseJson(raw);
-          else if (isMsgpack(ct)) ctx.body = parseMsgpack(raw);
-          else throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-        } else if (kind === 'multipart') {
-          if (mediaType(ct) !== 'multipart/form-data') throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
-        }
-      }
-      if (spec.beta) requireBeta(ctx.principal!);
-      if (spec.input) ctx.input = readInput(spec.input, ctx, spec.bodyOptional === true);
-      const result = await spec.handler(ctx);
-      if (result && !reply.started) {
-        if (result.status === 204 || result.body === undefined) reply.send(result.status, null, result.headers);
-        else reply.json(result.status, result.body, result.headers);
-      } else if (!reply.started && !reply.aborted) {
-        throw new Error(`handler for ${spec.method} ${spec.path} returned nothing`);
-      }
-    };
-
-    run()
-      .catch((err) => {
-        const e = toServiceError(err);
-        if (e.code === 'internal') log.error({ err }, 'unhandled error');
-        if (!reply.started) this.sendError(reply, log, e, path);
-        else if (!reply.ended) reply.destroy(); // mid-stream failure: never a clean, truncated 200
-      })
-      .finally(finish);
+    void this.serve(ex);
   }
 
-  private sendError(reply: Reply, log: Logger, e: ServiceError, path: string): void {
+  /** Runs the route and answers its result or its error; never rejects. */
+  private async serve(ex: Exchange): Promise<void> {
+    try {
+      await this.run(ex);
+    } catch (err) {
+      const e = toServiceError(err);
+      if (e.code === 'internal') ex.log.error({ err }, 'unhandled error');
+      const reply = ex.reply;
+      if (!reply.started) this.sendError(ex, e);
+      else if (!reply.ended) reply.destroy(); // mid-stream failure: never a clean, truncated 200
+    } finally {
+      this.finish(ex);
+    }
+  }
+
+  private async run(ex: Exchange): Promise<void> {
+    const { spec, method, headers, reply } = ex;
+    if (!spec) {
+      if (!ex.allowed.length && this.pageFallback && (method === 'GET' || method === 'HEAD') && /\btext\/html\b/.test(headers['accept'] ?? '')) {
+        this.pageFallback(reply, headers);
+        return;
+      }
+      if (ex.allowed.length) throw new ServiceError('method_not_allowed', 'Method not allowed', { headers: { Allow: ex.allowed.join(', ') } });
+      if (this.starting) throw new ServiceError('unavailable', 'Starting: try again shortly', { headers: { 'Retry-After': '1' } });
+      throw new ServiceError('not_found', 'Not found');
+    }
+    const ctx = ex as unknown as Ctx;
+    if (spec.auth !== 'none') {
+      const header = headers['authorization'];
+      if (header === undefined && spec.auth === 'optional') {
+        // anonymous
+      } else {
+        const token = bearerToken(header);
+        if (!token) throw new ServiceError('unauthenticated_bare', 'Unauthorized', { headers: { 'WWW-Authenticate': 'Bearer' } });
+        ex.principal = await this.opts.authenticate(token, spec.authMessages ?? DEFAULT_AUTH_MESSAGES);
+      }
+    }
+    refuseNul(ex.params, ex.rawQuery ? ex.query : undefined);
+    const raw = ex.bodyPromise ? await ex.bodyPromise : undefined;
+    ex.rawBody = raw;
+    const kind = spec.body ?? 'none';
+    if (kind !== 'none' && kind !== 'any') {
+      const ct = headers['content-type'];
+      if (!raw || raw.length === 0) {
+        if (!spec.bodyOptional) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+      } else if (kind === 'json') {
+        if (!isJson(ct)) throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+        ctx.body = parseJson(raw);
+      } else if (kind === 'json-or-msgpack') {
+        if (isJson(ct)) ctx.body = parseJson(raw);
+        else if (isMsgpack(ct)) ctx.body = parseMsgpack(raw);
+        else throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+      } else if (kind === 'multipart') {
+        if (mediaType(ct) !== 'multipart/form-data') throw new ServiceError('unsupported_media_type', 'Unsupported Media Type');
+      }
+    }
+    if (spec.beta) requireBeta(ex.principal!);
+    if (spec.input) ctx.input = readInput(spec.input, ctx, spec.bodyOptional === true);
+    const result = await spec.handler(ctx);
+    if (result && !reply.started) {
+      if (result.status === 204 || result.body === undefined) reply.send(result.status, null, result.headers);
+      else reply.json(result.status, result.body, result.headers);
+    } else if (!reply.started && !reply.aborted) {
+      throw new Error(`handler for ${spec.method} ${spec.path} returned nothing`);
+    }
+  }
+
+  /** Once per request, however it ended: metrics, the debug line, the drain. */
+  private finish(ex: Exchange): void {
+    if (ex.settled) return;
+    ex.settled = true;
+    this.inflight--;
+    const reply = ex.reply;
+    const status = reply.aborted && !reply.started ? 499 : reply.status;
+    const ms = performance.now() - ex.started;
+    const route = ex.spec?.path ?? (ex.allowed.length ? ex.path : 'unmatched');
+    this.opts.metrics.observe(ex.method, route, status, ms);
+    if (this.opts.log.isLevelEnabled('debug')) ex.log.debug({ method: ex.method, route, status, ms: +ms.toFixed(2) }, 'request');
+    if (this.inflight === 0 && this.drained) this.drained();
+  }
+
+  /** The base logger, for the per-request child (`Exchange.log`). */
+  get baseLog(): Logger {
+    return this.opts.log;
+  }
+
+  private sendError(ex: Exchange, e: ServiceError): void {
+    const { reply, path } = ex;
     const hook = this.envelopes.find((h) => path === h.prefix || path.startsWith(h.prefix + '/'));
     if (hook) {
-      if (e.status >= 500 && e.code !== 'internal') log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
+      if (e.status >= 500 && e.code !== 'internal') ex.log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
       const env = hook.envelope(e);
       reply.json(env.status, env.body, env.headers);
       return;
@@ -409,12 +410,78 @@ export class HttpApp {
       reply.json(422, e.fields, e.headers);
       return;
     }
-    if (e.status >= 500 && e.code !== 'internal') log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
+    if (e.status >= 500 && e.code !== 'internal') ex.log.warn({ code: e.code, err: e.cause ?? e.message }, 'dependency error');
     reply.json(e.status, e.reason === undefined ? { status: e.status, message: e.message } : { status: e.status, message: e.message, reason: e.reason }, e.headers);
   }
 }
 
 const NO_INPUT: Input = { body: undefined, query: undefined, params: undefined, page: undefined };
+
+/**
+ * One request while it is served, and the route's `Ctx` (this object is the handler's `ctx`).
+ * A class, not a literal with closures: its getters and methods are made once, not per
+ * request, and what most requests never ask for (the query's parser, the request's logger,
+ * the peer address, the abort signal) is made on first use (bench/README.md, http.ts pass).
+ */
+class Exchange {
+  readonly reply: Reply;
+  readonly requestId: string;
+  readonly spec: RouteSpec | undefined;
+  readonly params: Record<string, string>;
+  readonly allowed: Method[];
+  readonly route: string;
+  /** The body on its way, when there is one. */
+  bodyPromise?: Promise<Buffer | undefined>;
+  /** The parsed body (`Ctx.body`). */
+  body: unknown = undefined;
+  rawBody?: Buffer;
+  principal?: Principal;
+  input: Input = NO_INPUT;
+  settled = false;
+  private _query?: URLSearchParams;
+  private _log?: Logger;
+  private _ip?: string;
+  private _form?: Form;
+
+  constructor(
+    private readonly app: HttpApp,
+    private readonly res: uws.HttpResponse,
+    readonly method: string,
+    readonly path: string,
+    readonly rawQuery: string,
+    readonly headers: Record<string, string>,
+    readonly started: number,
+  ) {
+    this.requestId = requestIdFrom(headers['x-request-id']);
+    this.reply = new Reply(res, this.requestId);
+    const m = app.router.match(method, path);
+    this.spec = m.spec;
+    this.params = m.params;
+    this.allowed = m.allowed;
+    this.route = m.spec?.path ?? '';
+  }
+
+  get query(): URLSearchParams {
+    return (this._query ??= new URLSearchParams(this.rawQuery));
+  }
+
+  get log(): Logger {
+    return (this._log ??= this.app.baseLog.child({ requestId: this.requestId }));
+  }
+
+  /** The peer address; '' once the response is gone (uWS no longer holds the socket). */
+  get ip(): string {
+    return (this._ip ??= this.reply.ended || this.reply.aborted ? '' : readIp(this.res));
+  }
+
+  get signal(): AbortSignal {
+    return this.reply.signal;
+  }
+
+  form(): Form {
+    return (this._form ??= formFields(parseMultipart(this.rawBody ?? Buffer.alloc(0), this.headers['content-type'] ?? '')));
+  }
+}
 
 /** Parses a route's declared input (`RouteInput`), in its documented order. */
 function readInput(input: RouteInput, ctx: Ctx, bodyOptional: boolean): Input {

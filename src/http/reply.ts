@@ -10,6 +10,9 @@ const STATUS_TEXT: Record<number, string> = {
 
 const statusLine = (s: number) => STATUS_TEXT[s] ?? String(s);
 
+/** CORS headers of every response, name then value. */
+const BASE_HEADERS = ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', 'X-Request-Id, Retry-After, X-Generation-Id'];
+
 /**
  * The response side of one request. uWebSockets.js rules it keeps: nothing is written after
  * the client aborted; every write made outside the request callback is corked; a streamed
@@ -27,30 +30,58 @@ export class Reply {
   /** Close the connection after the response (a request whose body is still arriving). */
   closeConnection = false;
   private waiters: (() => void)[] = [];
-  private readonly baseHeaders: [string, string][] = [];
+  /** Made on first use of `signal`: most requests never ask for it. */
+  private controller?: AbortController;
+  /** Headers a route added for whatever response it ends with (`addBaseHeader`), name then value. */
+  private extraHeaders?: string[];
 
-  constructor(private readonly res: uws.HttpResponse, readonly signal: AbortSignal) {
-    signal.addEventListener('abort', () => {
-      this.aborted = true;
-      this.wake();
-    });
+  /**
+   * `requestId` goes out as `X-Request-Id` with whatever response this request ends with,
+   * beside `BASE_HEADERS` (CORS).
+   */
+  constructor(private readonly res: uws.HttpResponse, private readonly requestId: string) {}
+
+  /** Headers added to whatever response this request ends with (`X-Generation-Id`). */
+  addBaseHeader(name: string, value: string): void {
+    (this.extraHeaders ??= []).push(name, value);
   }
 
-  /** Headers added to whatever response this request ends with (request id, CORS). */
-  addBaseHeader(name: string, value: string): void {
-    this.baseHeaders.push([name, value]);
+  /** Aborted when the client goes away (the HTTP layer calls `abort` from uWS's onAborted). */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  /** The client went away: nothing more is written, and waiting writers wake (bound: uWS's onAborted calls it). */
+  readonly abort = (): void => {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.controller?.abort();
+    this.wake();
+  };
+
+  private writeHead(status: number, headers: Record<string, string> | undefined, contentType?: string): void {
+    const res = this.res;
+    res.writeStatus(statusLine(status));
+    res.writeHeader('X-Request-Id', this.requestId);
+    for (let i = 0; i < BASE_HEADERS.length; i += 2) res.writeHeader(BASE_HEADERS[i]!, BASE_HEADERS[i + 1]!);
+    const extra = this.extraHeaders;
+    if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i]!, extra[i + 1]!);
+    if (contentType !== undefined && !(headers && 'Content-Type' in headers)) res.writeHeader('Content-Type', contentType);
+    if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
   }
 
   /** A complete response in one go. */
-  send(status: number, body: string | Uint8Array | null, headers: Record<string, string> = {}): void {
+  send(status: number, body: string | Uint8Array | null, headers?: Record<string, string>, contentType?: string): void {
     if (this.aborted || this.ended) return;
     this.ended = true;
     this.started = true;
     this.status = status;
     this.res.cork(() => {
-      this.res.writeStatus(statusLine(status));
-      for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
-      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+      this.writeHead(status, headers, contentType);
       if (body === null) {
         this.res.endWithoutBody(0, this.closeConnection);
       } else {
@@ -60,8 +91,8 @@ export class Reply {
     });
   }
 
-  json(status: number, value: unknown, headers: Record<string, string> = {}): void {
-    this.send(status, JSON.stringify(value), { 'Content-Type': 'application/json', ...headers });
+  json(status: number, value: unknown, headers?: Record<string, string>): void {
+    this.send(status, JSON.stringify(value), headers, 'application/json');
   }
 
   /** Starts a streamed (chunked) response. */
@@ -69,11 +100,7 @@ export class Reply {
     if (this.aborted || this.started) return;
     this.started = true;
     this.status = status;
-    this.res.cork(() => {
-      this.res.writeStatus(statusLine(status));
-      for (const [k, v] of this.baseHeaders) this.res.writeHeader(k, v);
-      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
-    });
+    this.res.cork(() => this.writeHead(status, headers));
   }
 
   /**

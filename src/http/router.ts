@@ -107,6 +107,8 @@ interface Node {
   routes: Map<Method, RouteSpec>;
 }
 
+const NONE: Method[] = [];
+
 const newNode = (): Node => ({ statics: new Map(), routes: new Map() });
 
 /** A segment-trie router: static segments win over parameters; 404 vs 405 from the same walk. */
@@ -133,13 +135,13 @@ export class Router {
     this.specs.push(spec);
   }
 
-  /** Finds the route; `allowed` lists the methods of the path when the method does not match. */
+  /** Finds the route; `allowed` lists the methods of the path when the method does not match (else empty). */
   match(method: string, path: string): { spec?: RouteSpec; params: Record<string, string>; allowed: Method[] } {
     const params: Record<string, string> = {};
     const node = walk(this.root, split(path), 0, params);
     if (!node) return { params, allowed: [] };
     const spec = node.routes.get(method as Method) ?? (method === 'HEAD' ? node.routes.get('GET') : undefined);
-    return { spec, params, allowed: [...node.routes.keys()] };
+    return { spec, params, allowed: spec ? NONE : [...node.routes.keys()] };
   }
 }
 

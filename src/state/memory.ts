@@ -161,6 +161,14 @@ export class MemoryState implements SharedState {
     }
   }
 
+  sync(): Promise<void> {
+    this.open();
+    // Deliveries are setImmediate callbacks: one scheduled now runs after them.
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  onGap(): void {}
+
   async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
     this.open();
     // A wrapper per call so the same function subscribed twice is two subscriptions.

@@ -108,6 +108,10 @@ export class RedisState implements SharedState {
   private subscriber?: Redis;
   private readonly channels = new Map<string, Channel>();
   private closed = false;
+  /** `sync` callers waiting for the next PING; `pinging` while one is on its way. */
+  private syncWaiting: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private pinging = false;
+  private readonly gapHandlers: (() => void)[] = [];
 
   constructor(client: Redis, options: RedisStateOptions) {
     this.prefix = options.prefix;
@@ -231,6 +235,37 @@ export class RedisState implements SharedState {
     };
   }
 
+  sync(): Promise<void> {
+    this.open();
+    if (!this.subscriber) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.syncWaiting.push({ resolve, reject });
+      if (!this.pinging) this.syncPing();
+    });
+  }
+
+  onGap(handler: () => void): void {
+    this.gapHandlers.push(handler);
+  }
+
+  /**
+   * One PING for every caller waiting; those arriving meanwhile wait for the next one (the PING
+   * on its way may have left before what they must see was published).
+   */
+  private syncPing(): void {
+    const batch = this.syncWaiting;
+    this.syncWaiting = [];
+    this.pinging = true;
+    const subscriber = this.subscriber!;
+    this.run(() => subscriber.ping()).then(
+      () => batch.forEach((w) => w.resolve()),
+      (err) => batch.forEach((w) => w.reject(err)),
+    ).finally(() => {
+      this.pinging = false;
+      if (this.syncWaiting.length > 0) this.syncPing();
+    });
+  }
+
   async ping(): Promise<void> {
     this.open();
     await this.run(() => this.client.ping());
@@ -260,6 +295,12 @@ export class RedisState implements SharedState {
     const subscriber = this.client.duplicate();
     subscriber.on('error', (err) => this.logger?.warn({ err }, 'shared state subscriber connection error'));
     subscriber.on('message', (name: string, message: string) => this.dispatch(name, message));
+    // Messages published while the link was down are lost: say so when it drops and when it is back.
+    const gap = () => {
+      for (const h of this.gapHandlers) h();
+    };
+    subscriber.on('close', gap);
+    subscriber.on('ready', gap);
     this.subscriber = subscriber;
     return subscriber;
   }

@@ -72,6 +72,19 @@ export interface SharedState {
   publish(channel: string, message: string): Promise<void>;
   /** Resolves once the subscription is active: messages published afterwards reach `handler`. */
   subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe>;
+  /**
+   * Resolves once every message published to this prefix (by any node) before the call has
+   * been handed to this instance's subscribers: a read barrier for caches invalidated over
+   * pub/sub. Redis: one PING on the subscriber connection (replies come in order after the
+   * messages), shared by the calls made while it is on its way; nothing subscribed: at once.
+   * Memory: after the deliveries already scheduled.
+   */
+  sync(): Promise<void>;
+  /**
+   * `handler` runs whenever messages may have been missed: the subscriber connection dropped
+   * or came back (Redis). Caches invalidated over pub/sub forget everything then. Memory: never.
+   */
+  onGap(handler: () => void): void;
 
   /** Rejects with `unavailable` when the store does not answer. */
   ping(): Promise<void>;

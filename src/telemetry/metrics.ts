@@ -38,10 +38,20 @@ export class Metrics {
     if (opts.processMetrics !== false) client.collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
   }
 
+  /** Each label set's counter and histogram children, so a request does not hash its labels twice. */
+  private readonly series = new Map<string, { count: client.Counter.Internal; time: client.Histogram.Internal<'method' | 'route' | 'status'> }>();
+
   observe(method: string, route: string, status: number, durationMs: number): void {
-    const labels = { method, route, status: String(status) };
-    this.requests.inc(labels);
-    this.latency.observe(labels, durationMs / 1000);
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) {
+      // Bounded by the routes (unmatched paths share one label), methods and statuses.
+      const labels = { method, route, status: String(status) };
+      s = { count: this.requests.labels(labels), time: this.latency.labels(labels) };
+      if (this.series.size < 10_000) this.series.set(key, s);
+    }
+    s.count.inc();
+    s.time.observe(durationMs / 1000);
   }
 
   text(): Promise<string> {

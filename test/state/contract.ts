@@ -218,6 +218,22 @@ export function sharedStateContract(t: TapTest, backend: Backend): void {
     t.same(other.messages, [], 'other channels see nothing');
   });
 
+  t.test('sync: every message published before it has been delivered when it resolves', async (t) => {
+    const env = setup(t, backend);
+    const reader = await env.create();
+    const writer = backend.shared ? await env.create() : reader;
+    await reader.sync(); // nothing subscribed yet: resolves at once
+    const inbox = new Inbox();
+    await reader.subscribe('changed', inbox.handler);
+    for (let round = 1; round <= 20; round++) {
+      await writer.publish('changed', `agent:${round}`);
+      // Several readers at once share one barrier; each sees the message published before it.
+      await Promise.all([reader.sync(), reader.sync(), reader.sync()]);
+      t.equal(inbox.messages.length, round, `round ${round}: delivered before sync resolved`);
+    }
+    t.same(inbox.messages.at(-1), ['agent:20', 'changed']);
+  });
+
   t.test('the last unsubscribe of a channel ends it; subscribing again works', async (t) => {
     const s = await setup(t, backend).create();
     const a = new Inbox();
