@@ -281,11 +281,11 @@ export class HttpApp {
         const timer = bodyTimeoutMs > 0 ? setTimeout(() => {
           over = true;
           chunks.length = 0;
-          reply.closeConnection = true;
+          ex.reply.closeConnection = true;
           reject(new ServiceError('request_timeout', `Request body not received within ${bodyTimeoutMs / 1000} s`));
         }, bodyTimeoutMs) : undefined;
         timer?.unref(); // an open request keeps nothing alive at shutdown but its socket
-        ac.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+        if (timer) ex.reply.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
         res.onData((ab, isLast) => {
           if (over) return;
           size += ab.byteLength;
