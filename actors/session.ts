@@ -104,6 +104,14 @@ interface Ctx {
 /** How long a session tries to reopen a lost recognizer before it ends with `error`. */
 export const RECOGNIZER_RETRY_MS = 30_000;
 
+/**
+ * Interim user transcripts go to the client at most once per this many milliseconds: the first
+ * partial after a quiet spell at once, later ones coalesced (the newest is sent when the gap
+ * has passed, or at once before any other recognizer event, so nothing arrives out of order).
+ * A recognizer may send a partial per character; each one is a JSON message and a socket write.
+ */
+export const PARTIAL_GAP_MS = 200;
+
 /** Typed messages held while the session opens; a client sending more before it is live loses the rest. */
 const MAX_EARLY_MESSAGES = 16;
 
@@ -589,14 +597,43 @@ function createSessionMachine() {
             }
           }
         };
+        // Partials, coalesced (PARTIAL_GAP_MS): the newest one not yet sent, and when one was.
+        let heldPartial: string | null = null;
+        let partialTimer: unknown = null;
+        let partialAt = -Infinity;
+        const showPartial = (text: string) => {
+          partialAt = deps.clock.now();
+          const c = io.context();
+          deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${c.userSegment}`, text: (c.heard + text).trim(), final: false });
+        };
+        const flushPartial = () => {
+          if (partialTimer !== null) deps.clock.clearTimeout(partialTimer);
+          partialTimer = null;
+          const text = heldPartial;
+          heldPartial = null;
+          if (text !== null && !stopped) showPartial(text);
+        };
+        const stopPartials = () => {
+          if (partialTimer !== null) deps.clock.clearTimeout(partialTimer);
+          partialTimer = null;
+          heldPartial = null;
+        };
         const read = async (stt: SttStream) => {
           for await (const ev of stt) {
             if (stopped) return;
+            if (ev.type === 'partial') {
+              const wait = partialAt + PARTIAL_GAP_MS - deps.clock.now();
+              if (wait <= 0 && partialTimer === null) showPartial(ev.text);
+              else {
+                heldPartial = ev.text;
+                partialTimer ??= deps.clock.setTimeout(flushPartial, Math.max(0, wait));
+              }
+              continue;
+            }
+            // Any other event: the partial it follows first.
+            flushPartial();
             if (ev.type === 'speech_started') sendBack({ type: 'stt.speech_started' });
-            else if (ev.type === 'partial') {
-              const c = io.context();
-              deps.output.message({ topic: 'lk.transcription', role: 'user', segmentId: `user-${c.userSegment}`, text: (c.heard + ev.text).trim(), final: false });
-            } else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
+            else if (ev.type === 'committed') sendBack({ type: 'stt.committed', text: ev.text });
             else {
               // The recognizer reports where speech ended in stream time. That audio arrived when
               // the piece holding it did (less the audio after it in the piece); for audio older
@@ -621,7 +658,7 @@ function createSessionMachine() {
             }
           }
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
-        return () => { stopped = true; aborter.abort(); };
+        return () => { stopped = true; stopPartials(); aborter.abort(); };
       }),
       turn: fromCallback<SessionEvent, TurnInput & { rt: SessionRt }>(({ input, sendBack }) => {
         const { deps, io } = input.rt;

@@ -21,6 +21,7 @@ import type { Logger } from '../log.ts';
 import type { SharedState } from '../state/index.ts';
 import { registryKey, type SessionRegistry } from '../state/session-registry.ts';
 import { NodeReaper, STALE_MS } from './node-reaper.ts';
+import { AudioBatcher } from './audio-batch.ts';
 import type { Sql } from '../store/db.ts';
 import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
 import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
@@ -126,7 +127,7 @@ export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = 
 const ROLE: Record<ChatMessage['role'], Role> = { system: Role.SYSTEM, user: Role.USER, assistant: Role.ASSISTANT, tool: Role.TOOL };
 
 /** The inference client as a session backend: 16 kHz PCM both ways, resampled when needed. */
-export function inferenceBackend(inference: InferenceClient, o: { teamId: string; chatModel: string; requestId?: string; resolveVoice?: VoiceResolver; log?: Logger; voiceId?: string }): SessionBackend {
+export function inferenceBackend(inference: InferenceClient, o: { teamId: string; chatModel: string; requestId?: string; resolveVoice?: VoiceResolver; log?: Logger; voiceId?: string; recognizerBatchMs?: number }): SessionBackend {
   const call = (signal: AbortSignal) => ({ signal, teamId: o.teamId, requestId: o.requestId });
   // The agent's voice_id names a stored voice model: resolved once per session to reference
   // audio (as /v1/tts does); a voice the registry does not know speaks with the backend's
@@ -160,7 +161,20 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
         }
       }
       const it = events();
-      return { sendAudio: (pcm) => s.sendAudio(pcm), end: () => s.end(), cancel: () => s.cancel(), [Symbol.asyncIterator]: () => it };
+      // Caller frames go to the recognizer in batches of RECOGNIZER_BATCH_MS (audio-batch.ts).
+      const batch = new AudioBatcher((pcm) => s.sendAudio(pcm), { batchMs: o.recognizerBatchMs });
+      return {
+        sendAudio: (pcm) => batch.push(pcm),
+        end: () => {
+          batch.end();
+          s.end();
+        },
+        cancel: () => {
+          batch.cancel();
+          s.cancel();
+        },
+        [Symbol.asyncIterator]: () => it,
+      };
     },
     async *generate({ messages, tools, signal }): AsyncGenerator<LlmEvent> {
       const req = {

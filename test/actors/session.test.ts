@@ -1,6 +1,6 @@
 import t from 'tap';
 import { TestClock } from '../../actors/clock.ts';
-import { startSession } from '../../actors/session.ts';
+import { PARTIAL_GAP_MS, startSession } from '../../actors/session.ts';
 import type { LlmEvent, SessionPlan, TurnMetrics, TurnTimeline } from '../../actors/types.ts';
 import { createFakeBackend, createRecorder } from '../fixtures/session-backend.ts';
 
@@ -134,6 +134,8 @@ t.test('interim user transcripts: each replaces the whole segment (committed tex
   fake.stt!.push({ type: 'committed', text: 'What time is it? ' });
   fake.stt!.push({ type: 'partial', text: 'In Paris' });
   await clock.tick(10);
+  t.same(interims(), ['user-1: What', 'user-1: What time'], 'a partial right after another waits; a committed text sends the partial before it first');
+  await clock.tick(PARTIAL_GAP_MS);
   t.same(interims(), ['user-1: What', 'user-1: What time', 'user-1: What time is it? In Paris']);
   t.equal(handle.state, 'listening', 'partials alone do not end the turn');
   fake.stt!.push({ type: 'committed', text: 'In Paris.' });
@@ -143,6 +145,32 @@ t.test('interim user transcripts: each replaces the whole segment (committed tex
   fake.say('Thanks');
   await clock.tick(10);
   t.same(interims().slice(3), ['user-2: Thanks'], 'a new segment for the next turn, without the last one\'s text');
+  handle.end('test');
+  await handle.ended;
+});
+
+t.test('interim user transcripts are coalesced: at most one per PARTIAL_GAP_MS, the newest, never after the end of speech', async (t) => {
+  const { clock, rec, handle, fake } = await start({ decideMs: 100 });
+  const interims = () => rec.messages.flatMap((m) => (m.topic === 'lk.transcription' && m.role === 'user' && !m.final ? [m.text] : []));
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  for (const text of ['W', 'Wh', 'Wha', 'What']) fake.stt!.push({ type: 'partial', text });
+  await clock.tick(10);
+  t.same(interims(), ['W'], 'the first at once, the next ones held');
+  await clock.tick(PARTIAL_GAP_MS);
+  t.same(interims(), ['W', 'What'], 'after the gap, only the newest');
+  await clock.tick(PARTIAL_GAP_MS * 3);
+  t.same(interims(), ['W', 'What'], 'nothing new, nothing sent');
+  fake.stt!.push({ type: 'partial', text: 'What t' });
+  await clock.tick(10);
+  t.same(interims(), ['W', 'What', 'What t'], 'after a quiet spell, at once');
+  fake.stt!.push({ type: 'partial', text: 'What ti' });
+  fake.stt!.push({ type: 'committed', text: 'What time' });
+  fake.stt!.push({ type: 'speech_ended', atMs: 0 });
+  await clock.tick(10);
+  t.same(interims(), ['W', 'What', 'What t', 'What ti'], 'a held partial goes out before the events after it');
+  await clock.tick(2000);
+  t.same(rec.finals().slice(0, 1), ['user: What time']);
+  t.equal(interims().length, 4, 'no partial after the final text');
   handle.end('test');
   await handle.ended;
 });
