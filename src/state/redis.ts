@@ -68,6 +68,8 @@ export interface RedisStateOptions {
   prefix: string;
   now: () => number;
   logger?: Logger;
+  /** A command unanswered for this long fails and its connection is reopened; 0 or unset: no bound. */
+  commandTimeoutMs?: number;
 }
 
 interface Channel {
@@ -81,7 +83,8 @@ interface Channel {
  * running) when Redis cannot be reached, so a wrong `REDIS_URL` fails at start-up.
  */
 export async function connectRedisState(options: RedisStateOptions): Promise<RedisState> {
-  const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const commandTimeout = options.commandTimeoutMs ? options.commandTimeoutMs : undefined;
+  const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, commandTimeout });
   client.on('error', (err) => options.logger?.warn({ err }, 'shared state connection error'));
   try {
     await client.connect();
@@ -214,7 +217,7 @@ export class RedisState implements SharedState {
     }
     entry.handlers.add(own);
     try {
-      await this.run(() => entry.ready);
+      await this.run(() => entry.ready, subscriber);
     } catch (err) {
       entry.handlers.delete(own);
       if (entry.handlers.size === 0 && this.channels.get(name) === entry) this.channels.delete(name);
@@ -227,7 +230,7 @@ export class RedisState implements SharedState {
       entry.handlers.delete(own);
       if (entry.handlers.size > 0 || this.channels.get(name) !== entry) return;
       this.channels.delete(name);
-      await this.run(() => subscriber.unsubscribe(name));
+      await this.run(() => subscriber.unsubscribe(name), subscriber);
     };
   }
 
@@ -283,10 +286,17 @@ export class RedisState implements SharedState {
   }
 
   /** Runs a command; Redis's own error replies are misuse (`internal`), anything else is `unavailable`. */
-  private async run<T>(command: () => Promise<T>): Promise<T> {
+  private async run<T>(command: () => Promise<T>, client: Redis = this.client): Promise<T> {
     try {
       return await command();
     } catch (err) {
+      // Unanswered within `commandTimeoutMs`: the server is silent (a black-holed network)
+      // while the connection looks open. Reopen it, so a path that heals for new connections
+      // is used at once; the replies still owed on the old one are dropped with it.
+      if (err instanceof Error && err.message === 'Command timed out' && client.status === 'ready') {
+        this.logger?.warn({ err }, 'shared state command unanswered: reconnecting');
+        client.disconnect(true);
+      }
       // A Redis that is starting (LOADING its data set) or has lost its primary refuses
       // commands for a while: unavailable, like a dropped connection.
       if (err instanceof Error && err.name === 'ReplyError' && !/^(LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message)) {

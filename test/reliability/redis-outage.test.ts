@@ -4,6 +4,8 @@
  * works again. Tokens live only in Redis: a restart without persistence forgets them (a token
  * issued before is refused after, a new one works), and a token brought back by a restart from
  * an older snapshot is still refused once used (the store's record says the session started).
+ * A silent Redis (the proxy black-holed: nothing forwarded, nothing reset) gets the same `503`
+ * within `redisCommandTimeoutMs` instead of requests that hang.
  */
 import t from 'tap';
 import { Redis } from 'ioredis';
@@ -23,7 +25,8 @@ const target = new URL(REDIS_URL);
 const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
 const viaProxy = new URL(REDIS_URL);
 viaProxy.host = proxy.address;
-const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString() } });
+// A command bound shorter than the default 2 s keeps the black-hole test short.
+const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString(), redisCommandTimeoutMs: 1000 } });
 const direct = new Redis(REDIS_URL);
 t.teardown(async () => {
   await proxy.restore();
@@ -72,4 +75,39 @@ t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, 
   t.ok(await fresh.started(), 'a new token works');
   fresh.ws.close();
   first.ws.close();
+});
+
+t.test('a silent (black-holed) Redis: 503 with Retry-After instead of a hang; served again after', async (t) => {
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } } });
+  t.equal((await app.req('POST', '/v1/agent/sessions', { agent_id: agent })).status, 200);
+  await proxy.blackhole();
+  t.teardown(() => proxy.restore());
+  // A bound on each request, so a hang fails the test here rather than at tap's timeout.
+  const bounded = (p: Promise<Awaited<ReturnType<typeof app.req>>>) =>
+    Promise.race([p, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 15_000))]);
+  for (const [path, body, what] of [
+    ['/v1/agent/sessions', { agent_id: agent }, 'session creation (the token store)'],
+    ['/v1/tts', { text: 'hello' }, 'synthesis (its concurrency slots)'],
+    ['/v1/agent/sessions', { agent_id: agent }, 'session creation again, while reconnecting'],
+  ] as const) {
+    const r = await bounded(app.req('POST', path, body));
+    if (r === 'hung') {
+      t.fail(`${what}: no answer`);
+      continue;
+    }
+    t.equal(r.status, 503, what);
+    t.equal(r.headers.get('retry-after'), '2', 'Retry-After');
+    t.match(r.body.message, /unavailable/);
+  }
+  await proxy.restore();
+  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  for (let i = 0; i < 100 && created.status === 503; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  }
+  t.equal(created.status, 200, 'session creation works again');
+  const fresh = join(created.body);
+  t.ok(await fresh.started(), 'its token connects');
+  fresh.ws.close();
+  t.equal((await app.req('POST', '/v1/tts', { text: 'hello' })).status, 200, 'synthesis works again');
 });
