@@ -85,6 +85,7 @@ interface Channel {
 export async function connectRedisState(options: RedisStateOptions): Promise<RedisState> {
   const commandTimeout = options.commandTimeoutMs ? options.commandTimeoutMs : undefined;
   const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, commandTimeout });
+  sendOnlyUnsettled(client);
   client.on('error', (err) => options.logger?.warn({ err }, 'shared state connection error'));
   try {
     await client.connect();
@@ -261,6 +262,7 @@ export class RedisState implements SharedState {
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
     const subscriber = this.client.duplicate();
+    sendOnlyUnsettled(subscriber);
     subscriber.on('error', (err) => this.logger?.warn({ err }, 'shared state subscriber connection error'));
     subscriber.on('message', (name: string, message: string) => this.dispatch(name, message));
     this.subscriber = subscriber;
@@ -291,11 +293,13 @@ export class RedisState implements SharedState {
       return await command();
     } catch (err) {
       // Unanswered within `commandTimeoutMs`: the server is silent (a black-holed network)
-      // while the connection looks open. Reopen it, so a path that heals for new connections
-      // is used at once; the replies still owed on the old one are dropped with it.
+      // while the connection looks open. The socket is destroyed (a reset, not a FIN that would
+      // wait behind the commands still unsent) and ioredis reconnects, so a path that heals for
+      // new connections is used at once. A command the server had already received may still
+      // run: its caller was told `unavailable`, which does not say it did not happen.
       if (err instanceof Error && err.message === 'Command timed out' && client.status === 'ready') {
         this.logger?.warn({ err }, 'shared state command unanswered: reconnecting');
-        client.disconnect(true);
+        (client as unknown as { stream?: { resetAndDestroy(): void } }).stream?.resetAndDestroy();
       }
       // A Redis that is starting (LOADING its data set) or has lost its primary refuses
       // commands for a while: unavailable, like a dropped connection.
@@ -305,6 +309,21 @@ export class RedisState implements SharedState {
       throw dependencyUnavailable('Shared state is unavailable: try again shortly', err);
     }
   }
+}
+
+/**
+ * ioredis sends again, once it has reconnected, the commands that were in flight when the
+ * connection dropped and those queued meanwhile, including commands whose caller was already
+ * told they failed (`commandTimeout`): a slot acquired or a token taken then, for a request
+ * answered `503` long before, that nobody releases (under load, every speech slot of a team
+ * held for a lease after a Redis outage: `bench/chaos.ts --fault redis`). Such commands are
+ * dropped instead of sent; those still awaited are sent as before.
+ */
+function sendOnlyUnsettled(client: Redis): void {
+  const send = client.sendCommand.bind(client);
+  type Sent = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean };
+  client.sendCommand = ((command: Sent, stream?: Parameters<Redis['sendCommand']>[1]) =>
+    command.isSettled ? command.promise : send(command, stream)) as Redis['sendCommand'];
 }
 
 /** Lets pending replies arrive, then waits for the socket to close. */

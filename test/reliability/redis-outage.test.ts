@@ -14,6 +14,7 @@ import { startTestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, rawSocket } from '../e2e/session-helpers.ts';
 import { sessionTokenKey } from '../../src/sessions/service.ts';
+import { createSharedState } from '../../src/state/index.ts';
 
 const REDIS_URL = process.env.REDIS_URL;
 if (!REDIS_URL) {
@@ -53,6 +54,7 @@ t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, 
   const tts = await app.req('POST', '/v1/tts', { text: 'hello' });
   t.equal(tts.status, 503, 'synthesis needs shared state (its concurrency slots)');
   t.equal(tts.headers.get('retry-after'), '2');
+  t.match(await join(unused).closed, { code: 4503, reason: /Shared state is unavailable/ }, 'a connect meanwhile is told to try again (not 4500)');
 
   // A restart without persistence forgets every key; one from an older snapshot brings back the spent token.
   const keys = await direct.keys(`${app.state.prefix}*`);
@@ -110,4 +112,29 @@ t.test('a silent (black-holed) Redis: 503 with Retry-After instead of a hang; se
   t.ok(await fresh.started(), 'its token connects');
   fresh.ws.close();
   t.equal((await app.req('POST', '/v1/tts', { text: 'hello' })).status, 200, 'synthesis works again');
+});
+
+// Found by `bench/chaos.ts --fault redis`: ioredis sent again, after reconnecting, commands whose
+// callers had timed out; under load every speech slot of the team stayed held for its lease
+// (nearly every synthesis request refused 429 after the outage).
+t.test('a command its caller was told failed (timed out) is not run once Redis answers again', async (t) => {
+  const prefix = `outage_${Date.now()}:`;
+  const state = await createSharedState({ redisUrl: viaProxy.toString(), prefix, commandTimeoutMs: 1500 });
+  t.teardown(() => state.close());
+  t.ok((await state.acquireSlot('slots', 'before', 2, 60_000)).acquired, 'a slot acquired before');
+  await proxy.blackhole();
+  t.teardown(() => proxy.restore());
+  // In flight on the silent connection, then queued while it reconnects: each fails (503).
+  await t.rejects(state.acquireSlot('slots', 'in-flight', 2, 60_000), { code: 'unavailable' });
+  await t.rejects(state.set('queued', 'x', 60_000), { code: 'unavailable' });
+  await t.rejects(state.acquireSlot('slots', 'queued', 2, 60_000), { code: 'unavailable' });
+  await proxy.restore();
+  for (let i = 0; i < 100; i++) {
+    if (await state.ping().then(() => true, () => false)) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await state.ping();
+  t.same(await direct.zrange(`${prefix}s:slots`, '0', '-1'), ['before'], 'the failed acquisitions hold no slot');
+  t.equal(await direct.get(`${prefix}v:queued`), null, 'the failed write was not made');
+  t.ok((await state.acquireSlot('slots', 'after', 2, 60_000)).acquired, 'the second slot is free');
 });
