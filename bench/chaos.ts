@@ -57,8 +57,8 @@ interface LoadReport {
   sessions: { created: number; refused: number; endedEarly: number; closeCodes: Record<string, number>; answersAfterFault: number; recoveryMs: number[]; notRecovered: number; errorEvents: number };
   /** Per caller session: the final transcripts the caller received, by role. */
   heard: Record<string, { user: number; agent: number }>;
-  tokens: { created: number; createdStatus: Record<string, number>; connected: number; connectClose: Record<string, number>; reused: number; reuseAdmitted: number; reuseClose: Record<string, number> };
-  tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; failedAfterFault: Record<string, number>; firstMessage: Record<string, string>; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
+  tokens: { created: number; createdStatus: Record<string, number>; connected: number; connectClose: Record<string, number>; reused: number; reuseAdmitted: number; reuseClose: Record<string, number>; givenBackAdmitted: number; givenBackClose: Record<string, number> };
+  tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; failedAfterFault: Record<string, number>; firstMessage: Record<string, string>; slowestAfterFaultMs: number; over5sAfterFault: number; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
   webhooks: { received: number; sessionsEnded: number };
 }
 
@@ -74,12 +74,13 @@ async function load() {
   let stopping = false;
   const report: LoadReport = {
     sessions: { created: 0, refused: 0, endedEarly: 0, closeCodes: {}, answersAfterFault: 0, recoveryMs: [], notRecovered: 0, errorEvents: 0 },
-    tts: { requests: 0, ok: 0, failedBeforeBody: {}, failedAfterFault: {}, firstMessage: {}, cutAfterFirstByte: 0, hung: 0, afterFaultFirstOkMs: null },
+    tts: { requests: 0, ok: 0, failedBeforeBody: {}, failedAfterFault: {}, firstMessage: {}, slowestAfterFaultMs: 0, over5sAfterFault: 0, cutAfterFirstByte: 0, hung: 0, afterFaultFirstOkMs: null },
     webhooks: { received: 0, sessionsEnded: 0 },
     heard: {},
-    tokens: { created: 0, createdStatus: {}, connected: 0, connectClose: {}, reused: 0, reuseAdmitted: 0, reuseClose: {} },
+    tokens: { created: 0, createdStatus: {}, connected: 0, connectClose: {}, reused: 0, reuseAdmitted: 0, reuseClose: {}, givenBackAdmitted: 0, givenBackClose: {} },
   };
-  const issued: string[] = [];
+  /** Every token issued, and whether a session was started with it. */
+  const issued: { s: { websocket_url: string; token: string }; admitted: boolean }[] = [];
   const bump = (o: Record<string, number>, k: string | number) => void (o[k] = (o[k] ?? 0) + 1);
   const wsUrl = (s: { websocket_url: string; token: string }) => `${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${encodeURIComponent(s.token)}`;
   /** Connects a token: `started` when the session's first frame arrives, else the close code. */
@@ -111,13 +112,15 @@ async function load() {
     if (r.status !== 200) { report.sessions.refused++; if (report.sessions.refused === 1) console.error('session refused', r.status, await r.text()); return; }
     report.sessions.created++;
     const s = (await r.json()) as { websocket_url: string; token: string; session_id: string };
-    issued.push(JSON.stringify(s));
+    const mine = { s, admitted: false };
+    issued.push(mine);
     const heard = (report.heard[s.session_id] = { user: 0, agent: 0 });
     const ws = new WebSocket(wsUrl(s));
     const c: Caller = { ws, pos: -1, speakAt: Date.now() + 1000 + (i * 4000) / plan.sessions, starts: [], heardStart: null, recoveredAt: null, closed: false };
     ws.on('message', (d, bin) => {
       if (bin) return;
       const m = JSON.parse(d.toString());
+      if (m.type === 'session.started') mine.admitted = true;
       if (m.topic === 'agent-event' && m.type === 'error') report.sessions.errorEvents++;
       if (m.topic !== 'lk.transcription' || !m.final) return;
       if (m.role === 'user') heard.user++;
@@ -171,6 +174,7 @@ async function load() {
       const ac = new AbortController();
       const timer = setTimeout(() => ac.abort(), HUNG_MS);
       let gotBody = false;
+      const began = Date.now();
       try {
         const r = await fetch(`${plan.url}/v1/tts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'A sentence or two of speech, long enough to stream for a while. Then a little more.', format: 'wav' }), signal: ac.signal });
         if (r.status !== 200) {
@@ -196,6 +200,12 @@ async function load() {
         await sleep(100);
       } finally {
         clearTimeout(timer);
+        // Requests that were waiting when the fault began or began after it: answer time.
+        const took = Date.now() - began;
+        if (Date.now() >= faultAt) {
+          report.tts.slowestAfterFaultMs = Math.max(report.tts.slowestAfterFaultMs, took);
+          if (took > 5000) report.tts.over5sAfterFault++;
+        }
       }
     }
   });
@@ -209,10 +219,11 @@ async function load() {
       if (r?.status !== 200) return void (await r?.arrayBuffer().catch(() => {}));
       report.tokens.created++;
       const s = (await r.json()) as { websocket_url: string; token: string };
-      issued.push(JSON.stringify(s));
+      const mine = { s, admitted: false };
+      issued.push(mine);
       await sleep(Math.random() * 2000);
       const got = await tryToken(s, 1000);
-      if (got === 'started') report.tokens.connected++;
+      if (got === 'started') { report.tokens.connected++; mine.admitted = true; }
       else bump(report.tokens.connectClose, got);
     })());
   }, 250);
@@ -238,13 +249,17 @@ async function load() {
     await Promise.all(joins);
     await sleep(1000);
     for (const c of callers) c.ws.terminate();
-    // Every token issued, presented again: none may be admitted a second time.
+    // Every token issued, presented again: none that started a session may start another. A
+    // token refused 4503 (store unreachable) was given back, and may start its session now.
     for (let i = 0; i < issued.length; i += 20) {
       await Promise.all(issued.slice(i, i + 20).map(async (x) => {
-        report.tokens.reused++;
-        const got = await tryToken(JSON.parse(x), 0);
-        if (got === 'started') report.tokens.reuseAdmitted++;
-        else bump(report.tokens.reuseClose, got);
+        const got = await tryToken(x.s, 0);
+        if (x.admitted) {
+          report.tokens.reused++;
+          if (got === 'started') report.tokens.reuseAdmitted++;
+          else bump(report.tokens.reuseClose, got);
+        } else if (got === 'started') report.tokens.givenBackAdmitted++;
+        else bump(report.tokens.givenBackClose, got);
       }));
     }
     process.send!({ type: 'report', report });
@@ -296,6 +311,7 @@ async function main() {
   const deafMs: number[] = [];
   let errorLogs = 0;
   const errorLines: string[] = [];
+  const warnings: Record<string, number> = {};
   const platform = await startPlatform({
     env: { ...process.env },
     config: {
@@ -309,6 +325,11 @@ async function main() {
     // Sessions log when they reopen a lost recognizer, with how long they were deaf.
     log: createLogger({ level: 'info', destination: { write: (line: string) => {
       if (line.includes('recognizer reopened')) deafMs.push(JSON.parse(line).lost_ms);
+      else if (line.includes('"level":40')) {
+        const l = JSON.parse(line);
+        const k = `${l.msg}${l.err?.code ? ` (${l.err.code})` : ''}`;
+        warnings[k] = (warnings[k] ?? 0) + 1;
+      }
       else if (line.includes('"level":50') || line.includes('"level":60')) {
         errorLogs++;
         if (errorLines.length < 5) {
@@ -359,11 +380,16 @@ async function main() {
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
   // `/ready` as a load balancer sees it: each change, ms after the fault began.
-  const readyDuring: { at_ms: number; status: number | string }[] = [];
+  const readyDuring: { at_ms: number; status: number | string; down: string[] }[] = [];
   let backAt: number | null = null;
   while (Date.now() - t0 < seconds * 1000) {
-    const ready = await fetch(`${platform.url}/ready`, { signal: AbortSignal.timeout(5000) }).then(async (r) => (await r.arrayBuffer(), r.status), () => 'no answer');
-    if (readyDuring.at(-1)?.status !== ready) readyDuring.push({ at_ms: Date.now() - killedAt, status: ready });
+    const ready = await fetch(`${platform.url}/ready`, { signal: AbortSignal.timeout(5000) }).then(async (r) => {
+      const b = (await r.json().catch(() => null)) as { components?: Record<string, { status: string; detail?: string }> } | null;
+      const down = Object.entries(b?.components ?? {}).filter(([, c]) => c.status === 'down').map(([n, c]) => `${n}: ${c.detail ?? ''}`.slice(0, 80));
+      return { status: r.status, down };
+    }, () => ({ status: 'no answer' as const, down: [] as string[] }));
+    const last = readyDuring.at(-1);
+    if (last?.status !== ready.status || String(last?.down) !== String(ready.down)) readyDuring.push({ at_ms: Date.now() - killedAt, ...ready });
     const h = (await (await fetch(`${platform.url}/health`)).json().catch(() => null)) as any;
     const nb = h?.components?.native_backend;
     const st = nb ? `${nb.status}: ${nb.detail ?? ''}` : 'unknown';
@@ -385,12 +411,17 @@ async function main() {
              select 1 from session_items i where i.session_id = s.id and i.type = 'message' and i.payload->>'role' = 'user'))::int as without_items,
            count(*)::int as joined
     from sessions s where agent_id = ${agent} and started_at is not null`)[0] as { not_ended: number; without_items: number; joined: number };
+  // Recordings: every track of an ended session settled (complete or failed with a reason).
+  const recTracks = (await platform.db.sql`
+    select count(*)::int as tracks, count(*) filter (where r.status = 'active')::int as unsettled,
+           count(*) filter (where r.status = 'failed')::int as failed
+    from session_recordings r join sessions s on s.id = r.session_id where s.status in ('completed', 'failed')`)[0] as { tracks: number; unsettled: number; failed: number };
   // Turns: each final transcript a caller received must be in its record.
   const stored = await platform.db.sql<{ session_id: string; role: string; n: number }[]>`
     select session_id, payload->>'role' as role, count(*)::int as n from session_items
     where type = 'message' and session_id in (select id from sessions where agent_id = ${agent}) group by 1, 2`;
   const storedBy = new Map(stored.map((r) => [`${r.session_id}/${r.role}`, Number(r.n)]));
-  const turns = { heard: 0, stored: 0, missing: 0, sessions_missing: 0 };
+  const turns = { heard: 0, stored: 0, missing: 0, missing_user: 0, missing_agent: 0, sessions_missing: 0 };
   for (const [id, h] of Object.entries(report.heard)) {
     const u = storedBy.get(`${id}/user`) ?? 0;
     const a = storedBy.get(`${id}/assistant`) ?? 0;
@@ -398,6 +429,8 @@ async function main() {
     turns.stored += u + a;
     const miss = Math.max(0, h.user - u) + Math.max(0, h.agent - a);
     turns.missing += miss;
+    turns.missing_user += Math.max(0, h.user - u);
+    turns.missing_agent += Math.max(0, h.agent - a);
     if (miss) turns.sessions_missing++;
   }
 
@@ -415,10 +448,11 @@ async function main() {
     },
     ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
     ready: readyDuring,
-    records: { ...records, turns, webhooks_lost: Math.max(0, ended - webhooks) },
+    records: { ...records, turns, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
     tokens: report.tokens,
     error_log_lines: errorLogs,
     error_logs: errorLines,
+    warnings,
     tts: report.tts,
     webhooks: report.webhooks,
   }, null, 2)}\n`);
