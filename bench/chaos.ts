@@ -287,6 +287,7 @@ async function main() {
   const databaseUrl = dependency === 'postgres' ? viaProxy : process.env.DATABASE_URL;
   const redisUrl = dependency === 'redis' ? viaProxy : process.env.REDIS_URL;
   const statePrefix = `chaos_${randomBytes(4).toString('hex')}:`;
+  const dbSchema = process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined;
   const direct = dependency === 'redis' ? new Redis(process.env.REDIS_URL!) : null;
   const sessions = arg('sessions', 100);
   const streams = arg('streams', 20);
@@ -321,7 +322,7 @@ async function main() {
       outboundAllow: [`127.0.0.1:${hookPort}`],
     },
     statePrefix,
-    dbSchema: process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined,
+    dbSchema,
     // Sessions log when they reopen a lost recognizer, with how long they were deaf.
     log: createLogger({ level: 'info', destination: { write: (line: string) => {
       if (line.includes('recognizer reopened')) deafMs.push(JSON.parse(line).lost_ms);
@@ -411,7 +412,10 @@ async function main() {
              select 1 from session_items i where i.session_id = s.id and i.type = 'message' and i.payload->>'role' = 'user'))::int as without_items,
            count(*)::int as joined
     from sessions s where agent_id = ${agent} and started_at is not null`)[0] as { not_ended: number; without_items: number; joined: number };
-  // Recordings: every track of an ended session settled (complete or failed with a reason).
+  // Recordings: every track of an ended session settled (complete or failed with a reason);
+  // tracks settle after the session's end (files closed, rows retried): up to 15 s more.
+  const unsettled = async () => Number((await platform.db.sql`select count(*)::int as n from session_recordings where status = 'active'`)[0]!.n);
+  for (let i = 0; i < 150 && (await unsettled()) > 0; i++) await sleep(100);
   const recTracks = (await platform.db.sql`
     select count(*)::int as tracks, count(*) filter (where r.status = 'active')::int as unsettled,
            count(*) filter (where r.status = 'failed')::int as failed
@@ -422,6 +426,7 @@ async function main() {
     where type = 'message' and session_id in (select id from sessions where agent_id = ${agent}) group by 1, 2`;
   const storedBy = new Map(stored.map((r) => [`${r.session_id}/${r.role}`, Number(r.n)]));
   const turns = { heard: 0, stored: 0, missing: 0, missing_user: 0, missing_agent: 0, sessions_missing: 0 };
+  const missingSessions: { id: string; heard: { user: number; agent: number }; stored: { user: number; agent: number } }[] = [];
   for (const [id, h] of Object.entries(report.heard)) {
     const u = storedBy.get(`${id}/user`) ?? 0;
     const a = storedBy.get(`${id}/assistant`) ?? 0;
@@ -432,12 +437,13 @@ async function main() {
     turns.missing_user += Math.max(0, h.user - u);
     turns.missing_agent += Math.max(0, h.agent - a);
     if (miss) turns.sessions_missing++;
+    if (miss && missingSessions.length < 5) missingSessions.push({ id, heard: h, stored: { user: u, agent: a } });
   }
 
   const rec = report.sessions.recoveryMs.sort((x, y) => x - y);
   process.stdout.write(`${JSON.stringify({
     bench: 'chaos', fault, date: new Date().toISOString(), cores: os.cpus().length, load_average_1m: round(os.loadavg()[0]!),
-    store: process.env.DATABASE_URL ? 'postgres' : 'pglite', shared_state: process.env.REDIS_URL ? 'redis' : 'memory',
+    store: process.env.DATABASE_URL ? 'postgres' : 'pglite', db_schema: dbSchema, shared_state: process.env.REDIS_URL ? 'redis' : 'memory',
     sessions_held: held, streams, fault_at_s: faultAtS, seconds,
     backend: { killed_pid: pid, restarted_in_ms: backAt === null ? null : backAt - killedAt, restarts: backend.status().restarts, health_native_backend: healthDuring },
     sessions: {
@@ -448,7 +454,7 @@ async function main() {
     },
     ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
     ready: readyDuring,
-    records: { ...records, turns, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
+    records: { ...records, turns: { ...turns, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
     tokens: report.tokens,
     error_log_lines: errorLogs,
     error_logs: errorLines,

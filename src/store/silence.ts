@@ -12,7 +12,8 @@ import net from 'node:net';
  *
  * "Outstanding" is counted from the protocol: Sync and simple-Query messages sent against
  * ReadyForQuery messages received (a query pipelined behind one that was answered is still
- * outstanding). Any byte from the server (rows streaming, a notice, a notification) restarts
+ * outstanding), and any message sent since the server was last heard (a statement's
+ * Parse/Describe/Flush, sent before its Sync when it is first described). Any byte from the server (rows streaming, a notice, a notification) restarts
  * the clock, so a query that returns rows for longer is not cut; one that computes silently
  * for longer than the bound is (a lock wait too). `timeoutMs` is read at each check: 0 turns
  * the watch off (migrations run with it off). Over TLS (`sslmode`) the protocol cannot be read
@@ -28,6 +29,11 @@ interface Watched {
   socket: net.Socket;
   /** Requests sent that the server has not finished answering. */
   outstanding: number;
+  /**
+   * A message sent since the server was last heard (a Parse/Describe/Flush awaiting its
+   * description has no Sync yet, so `outstanding` does not count it).
+   */
+  unanswered: boolean;
   /** When the server was last heard from, or the first request went out after a silence. */
   since: number;
 }
@@ -49,12 +55,13 @@ export function watchSilence(timeoutMs: number): SilenceWatch {
         Object.assign(socket, { host, port }); // named in postgres.js's connection errors
       }
       if (options.ssl) return socket;
-      const w: Watched = { socket, outstanding: 0, since: Date.now() };
+      const w: Watched = { socket, outstanding: 0, unanswered: false, since: Date.now() };
       // The first message sent (startup, cancel request) has no type byte; the rest do.
       const sent = framer(true, (type) => {
-        if (type !== 0x53 /* S: Sync */ && type !== 0x51 /* Q: Query */) return;
-        if (w.outstanding === 0) w.since = Date.now();
-        w.outstanding++;
+        if (type === 0x58 /* X: Terminate */) return;
+        if (w.outstanding === 0 && !w.unanswered) w.since = Date.now();
+        w.unanswered = true;
+        if (type === 0x53 /* S: Sync */ || type === 0x51 /* Q: Query */) w.outstanding++;
       });
       const heard = framer(false, (type) => {
         if (type === 0x5a /* Z: ReadyForQuery */ && w.outstanding > 0) w.outstanding--;
@@ -66,6 +73,7 @@ export function watchSilence(timeoutMs: number): SilenceWatch {
       }) as typeof socket.write;
       socket.on('data', (data: Buffer) => {
         w.since = Date.now();
+        w.unanswered = false;
         heard(data);
       });
       socket.once('close', () => {
@@ -82,9 +90,12 @@ export function watchSilence(timeoutMs: number): SilenceWatch {
           if (!(limit > 0)) return;
           const now = Date.now();
           for (const x of watched) {
-            if (x.outstanding > 0 && now - x.since >= limit) {
+            if ((x.outstanding > 0 || x.unanswered) && now - x.since >= limit) {
               watched.delete(x);
-              x.socket.destroy(Object.assign(new Error(`Postgres did not answer for ${limit} ms: connection dropped`), { code: 'ETIMEDOUT' }));
+              // A reset, not a FIN: what is still unsent is discarded rather than delivered (and
+              // run) whenever the network heals. The driver hears the error first.
+              x.socket.emit('error', Object.assign(new Error(`Postgres did not answer for ${limit} ms: connection dropped`), { code: 'ETIMEDOUT' }));
+              x.socket.resetAndDestroy();
             }
           }
         }, 250);
