@@ -3,7 +3,7 @@
  * webhooks run against one platform node while a fault is injected; prints one JSON object
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
- *   npx tsx bench/chaos.ts [--fault backend|postgres] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -14,8 +14,19 @@
  *
  * - `postgres` (needs DATABASE_URL): the node reaches Postgres through a TCP proxy
  *   (`test/fixtures/tcp-proxy.ts`) that is cut at `--fault-at` for `--cut` seconds (default 5).
- *   Reported besides: statuses of the synthesis requests, sessions joined but not ended, ended
- *   without their caller's turns, and post-call webhooks missing.
+ *   Reported besides: statuses of the synthesis requests, `/ready` over time, sessions joined
+ *   but not ended, ended without their caller's turns, turns the callers heard but the record
+ *   lacks, and post-call webhooks missing.
+ * - `postgres-blackhole`: the same proxy goes silent instead (nothing forwarded, nothing reset;
+ *   `test/fixtures/tcp-proxy.ts` `blackhole()`), then heals.
+ * - `redis` (needs REDIS_URL): the node's Redis connections go through the proxy, cut for
+ *   `--cut` seconds; when it is restored the node's keys are deleted, as a Redis restarted
+ *   without persistence would have lost them. `redis-blackhole`: silent instead, keys kept.
+ *
+ * Single-use tokens (every fault): besides the callers, a joiner creates a session every
+ * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
+ * issued (joiners' and callers') is presented again. Reported: creations and connects by
+ * status / close code, and tokens admitted a second time (must be 0).
  *
  * With DATABASE_URL / REDIS_URL the node uses Postgres / Redis; otherwise the embedded defaults.
  * The load (callers, synthesis clients, the webhook receiver) runs in a child process.
@@ -25,6 +36,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { encodeText } from '../native/engines/synthetic/modem.ts';
 import { createLogger } from '../src/log.ts';
@@ -40,10 +52,13 @@ const arg = (name: string, dflt: number) => {
 const QUESTION = 'What time is it?';
 const HUNG_MS = 30_000;
 
-interface LoadPlan { url: string; key: string; agent: string; sessions: number; streams: number }
+interface LoadPlan { url: string; key: string; agent: string; joinAgent: string; sessions: number; streams: number }
 interface LoadReport {
   sessions: { created: number; refused: number; endedEarly: number; closeCodes: Record<string, number>; answersAfterFault: number; recoveryMs: number[]; notRecovered: number; errorEvents: number };
-  tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
+  /** Per caller session: the final transcripts the caller received, by role. */
+  heard: Record<string, { user: number; agent: number }>;
+  tokens: { created: number; createdStatus: Record<string, number>; connected: number; connectClose: Record<string, number>; reused: number; reuseAdmitted: number; reuseClose: Record<string, number>; givenBackAdmitted: number; givenBackClose: Record<string, number> };
+  tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; failedAfterFault: Record<string, number>; firstMessage: Record<string, string>; slowestAfterFaultMs: number; over5sAfterFault: number; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
   webhooks: { received: number; sessionsEnded: number };
 }
 
@@ -59,9 +74,30 @@ async function load() {
   let stopping = false;
   const report: LoadReport = {
     sessions: { created: 0, refused: 0, endedEarly: 0, closeCodes: {}, answersAfterFault: 0, recoveryMs: [], notRecovered: 0, errorEvents: 0 },
-    tts: { requests: 0, ok: 0, failedBeforeBody: {}, cutAfterFirstByte: 0, hung: 0, afterFaultFirstOkMs: null },
+    tts: { requests: 0, ok: 0, failedBeforeBody: {}, failedAfterFault: {}, firstMessage: {}, slowestAfterFaultMs: 0, over5sAfterFault: 0, cutAfterFirstByte: 0, hung: 0, afterFaultFirstOkMs: null },
     webhooks: { received: 0, sessionsEnded: 0 },
+    heard: {},
+    tokens: { created: 0, createdStatus: {}, connected: 0, connectClose: {}, reused: 0, reuseAdmitted: 0, reuseClose: {}, givenBackAdmitted: 0, givenBackClose: {} },
   };
+  /** Every token issued, and whether a session was started with it. */
+  const issued: { s: { websocket_url: string; token: string }; admitted: boolean }[] = [];
+  const bump = (o: Record<string, number>, k: string | number) => void (o[k] = (o[k] ?? 0) + 1);
+  const wsUrl = (s: { websocket_url: string; token: string }) => `${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${encodeURIComponent(s.token)}`;
+  /** Connects a token: `started` when the session's first frame arrives, else the close code. */
+  const tryToken = (s: { websocket_url: string; token: string }, holdMs: number) =>
+    new Promise<'started' | number>((res) => {
+      const ws = new WebSocket(wsUrl(s));
+      let started = false;
+      ws.on('message', (d, bin) => {
+        if (started || bin || !String(d).includes('"session.started"')) return;
+        started = true;
+        res('started');
+        setTimeout(() => { try { ws.send(JSON.stringify({ type: 'user.hangup' })); } catch {} setTimeout(() => ws.terminate(), 500); }, holdMs);
+      });
+      ws.on('error', () => {});
+      ws.on('close', (code) => { if (!started) res(code); });
+      setTimeout(() => { if (!started) { ws.terminate(); res(-1); } }, 15_000);
+    });
 
   // Callers: each asks its question every ~4 s (phases spread), with silence between.
   // After the fault every caller asks again 1 s after each question until it is answered (as a
@@ -75,14 +111,20 @@ async function load() {
     const r = await fetch(`${plan.url}/v1/agent/sessions`, { method: 'POST', headers: auth, body: JSON.stringify({ agent_id: plan.agent }) });
     if (r.status !== 200) { report.sessions.refused++; if (report.sessions.refused === 1) console.error('session refused', r.status, await r.text()); return; }
     report.sessions.created++;
-    const s = (await r.json()) as { websocket_url: string; token: string };
-    const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${s.token}`);
+    const s = (await r.json()) as { websocket_url: string; token: string; session_id: string };
+    const mine = { s, admitted: false };
+    issued.push(mine);
+    const heard = (report.heard[s.session_id] = { user: 0, agent: 0 });
+    const ws = new WebSocket(wsUrl(s));
     const c: Caller = { ws, pos: -1, speakAt: Date.now() + 1000 + (i * 4000) / plan.sessions, starts: [], heardStart: null, recoveredAt: null, closed: false };
     ws.on('message', (d, bin) => {
       if (bin) return;
       const m = JSON.parse(d.toString());
+      if (m.type === 'session.started') mine.admitted = true;
       if (m.topic === 'agent-event' && m.type === 'error') report.sessions.errorEvents++;
       if (m.topic !== 'lk.transcription' || !m.final) return;
+      if (m.role === 'user') heard.user++;
+      else heard.agent++;
       const now = Date.now();
       if (now < faultAt) return;
       if (m.role === 'user') {
@@ -132,10 +174,13 @@ async function load() {
       const ac = new AbortController();
       const timer = setTimeout(() => ac.abort(), HUNG_MS);
       let gotBody = false;
+      const began = Date.now();
       try {
         const r = await fetch(`${plan.url}/v1/tts`, { method: 'POST', headers: auth, body: JSON.stringify({ text: 'A sentence or two of speech, long enough to stream for a while. Then a little more.', format: 'wav' }), signal: ac.signal });
         if (r.status !== 200) {
           report.tts.failedBeforeBody[r.status] = (report.tts.failedBeforeBody[r.status] ?? 0) + 1;
+          if (Date.now() >= faultAt) bump(report.tts.failedAfterFault, r.status);
+          if (!report.tts.firstMessage[r.status]) report.tts.firstMessage[r.status] = (await r.clone().text().catch(() => '')).slice(0, 200);
           await r.arrayBuffer().catch(() => {});
           await sleep(100);
           continue;
@@ -155,9 +200,33 @@ async function load() {
         await sleep(100);
       } finally {
         clearTimeout(timer);
+        // Requests that were waiting when the fault began or began after it: answer time.
+        const took = Date.now() - began;
+        if (Date.now() >= faultAt) {
+          report.tts.slowestAfterFaultMs = Math.max(report.tts.slowestAfterFaultMs, took);
+          if (took > 5000) report.tts.over5sAfterFault++;
+        }
       }
     }
   });
+
+  // The joiner: single-use tokens issued and spent through the fault.
+  const joins: Promise<void>[] = [];
+  const joiner = setInterval(() => {
+    joins.push((async () => {
+      const r = await fetch(`${plan.url}/v1/agent/sessions`, { method: 'POST', headers: auth, body: JSON.stringify({ agent_id: plan.joinAgent }) }).catch(() => null);
+      bump(report.tokens.createdStatus, r?.status ?? 'network');
+      if (r?.status !== 200) return void (await r?.arrayBuffer().catch(() => {}));
+      report.tokens.created++;
+      const s = (await r.json()) as { websocket_url: string; token: string };
+      const mine = { s, admitted: false };
+      issued.push(mine);
+      await sleep(Math.random() * 2000);
+      const got = await tryToken(s, 1000);
+      if (got === 'started') { report.tokens.connected++; mine.admitted = true; }
+      else bump(report.tokens.connectClose, got);
+    })());
+  }, 250);
 
   process.on('message', async (m: { type: string; at?: number }) => {
     if (m.type === 'fault') {
@@ -167,6 +236,7 @@ async function load() {
     if (m.type !== 'stop') return;
     stopping = true;
     clearInterval(tick);
+    clearInterval(joiner);
     for (const c of callers) {
       if (c.closed) continue;
       if (faultAt !== Infinity) {
@@ -176,8 +246,22 @@ async function load() {
       c.ws.send(JSON.stringify({ type: 'user.hangup' }));
     }
     await Promise.all(ttsLoops);
+    await Promise.all(joins);
     await sleep(1000);
     for (const c of callers) c.ws.terminate();
+    // Every token issued, presented again: none that started a session may start another. A
+    // token refused 4503 (store unreachable) was given back, and may start its session now.
+    for (let i = 0; i < issued.length; i += 20) {
+      await Promise.all(issued.slice(i, i + 20).map(async (x) => {
+        const got = await tryToken(x.s, 0);
+        if (x.admitted) {
+          report.tokens.reused++;
+          if (got === 'started') report.tokens.reuseAdmitted++;
+          else bump(report.tokens.reuseClose, got);
+        } else if (got === 'started') report.tokens.givenBackAdmitted++;
+        else bump(report.tokens.givenBackClose, got);
+      }));
+    }
     process.send!({ type: 'report', report });
   });
   process.send!({ type: 'ready', sessions: callers.length });
@@ -188,13 +272,23 @@ async function load() {
 
 async function main() {
   const fault = process.argv.includes('--fault') ? process.argv[process.argv.indexOf('--fault') + 1] : 'backend';
-  if (fault !== 'backend' && fault !== 'postgres') throw new Error(`unknown fault ${fault} (backend, postgres)`);
-  if (fault === 'postgres' && !process.env.DATABASE_URL) throw new Error('--fault postgres needs DATABASE_URL');
+  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole'];
+  if (!faults.includes(fault!)) throw new Error(`unknown fault ${fault} (${faults.join(', ')})`);
+  const dependency = fault!.startsWith('postgres') ? 'postgres' : fault!.startsWith('redis') ? 'redis' : null;
+  const silent = fault!.endsWith('-blackhole');
+  if (dependency === 'postgres' && !process.env.DATABASE_URL) throw new Error(`--fault ${fault} needs DATABASE_URL`);
+  if (dependency === 'redis' && !process.env.REDIS_URL) throw new Error(`--fault ${fault} needs REDIS_URL`);
   const cutS = arg('cut', 5);
-  // `postgres`: the node reaches the database through a proxy the fault cuts for `--cut` seconds.
-  const target = process.env.DATABASE_URL ? new URL(process.env.DATABASE_URL) : null;
-  const proxy = fault === 'postgres' && target ? await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }) : null;
-  const databaseUrl = proxy && target ? Object.assign(new URL(target), { host: proxy.address }).toString() : process.env.DATABASE_URL;
+  // `postgres*` / `redis*`: the node reaches the dependency through a proxy the fault cuts (or
+  // silences) for `--cut` seconds.
+  const target = dependency === 'postgres' ? new URL(process.env.DATABASE_URL!) : dependency === 'redis' ? new URL(process.env.REDIS_URL!) : null;
+  const proxy = target ? await startTcpProxy({ host: target.hostname, port: Number(target.port || (dependency === 'postgres' ? 5432 : 6379)) }) : null;
+  const viaProxy = proxy && target ? Object.assign(new URL(target), { host: proxy.address }).toString() : undefined;
+  const databaseUrl = dependency === 'postgres' ? viaProxy : process.env.DATABASE_URL;
+  const redisUrl = dependency === 'redis' ? viaProxy : process.env.REDIS_URL;
+  const statePrefix = `chaos_${randomBytes(4).toString('hex')}:`;
+  const dbSchema = process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined;
+  const direct = dependency === 'redis' ? new Redis(process.env.REDIS_URL!) : null;
   const sessions = arg('sessions', 100);
   const streams = arg('streams', 20);
   const seconds = arg('seconds', 30);
@@ -217,19 +311,33 @@ async function main() {
 
   const deafMs: number[] = [];
   let errorLogs = 0;
+  const errorLines: string[] = [];
+  const warnings: Record<string, number> = {};
   const platform = await startPlatform({
     env: { ...process.env },
     config: {
       host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'error',
       startNativeBackend: true, speechEngine: 'synthetic', maxSessions: 100_000,
-      databaseUrl, redisUrl: process.env.REDIS_URL,
+      databaseUrl, redisUrl,
       outboundAllow: [`127.0.0.1:${hookPort}`],
     },
-    dbSchema: process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined,
+    statePrefix,
+    dbSchema,
     // Sessions log when they reopen a lost recognizer, with how long they were deaf.
     log: createLogger({ level: 'info', destination: { write: (line: string) => {
       if (line.includes('recognizer reopened')) deafMs.push(JSON.parse(line).lost_ms);
-      else if (line.includes('"level":50') || line.includes('"level":60')) errorLogs++;
+      else if (line.includes('"level":40')) {
+        const l = JSON.parse(line);
+        const k = `${l.msg}${l.err?.code ? ` (${l.err.code})` : ''}`;
+        warnings[k] = (warnings[k] ?? 0) + 1;
+      }
+      else if (line.includes('"level":50') || line.includes('"level":60')) {
+        errorLogs++;
+        if (errorLines.length < 5) {
+          const l = JSON.parse(line);
+          errorLines.push(`${l.msg}: ${l.err?.message ?? ''} ${(l.err?.stack ?? '').split('\n').slice(1, 4).join(' | ')}`);
+        }
+      }
     } } }),
   });
   const backend = platform.nativeBackend!;
@@ -243,8 +351,11 @@ async function main() {
   const agent = a.agent_id as string;
   if (!agent) throw new Error(`agent not created: ${JSON.stringify(a)}`);
   await post(`/v1/agent/agents/${agent}/publish`);
+  const j = await post('/v1/agent/agents', { name: 'chaos-joiner', config: { prompt: { first_message_mode: 'off' } } });
+  const joinAgent = j.agent_id as string;
+  await post(`/v1/agent/agents/${joinAgent}/publish`);
 
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, CHAOS_ROLE: 'load', CHAOS_LOAD: JSON.stringify({ url: platform.url, key, agent, sessions, streams }) }, execArgv: ['--import=tsx'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, CHAOS_ROLE: 'load', CHAOS_LOAD: JSON.stringify({ url: platform.url, key, agent, joinAgent, sessions, streams }) }, execArgv: ['--import=tsx'] });
   const held = await new Promise<number>((r) => child.once('message', (m: any) => r(m.sessions)));
   const t0 = Date.now();
   await sleep(faultAtS * 1000);
@@ -254,13 +365,32 @@ async function main() {
   const killedAt = Date.now();
   child.send({ type: 'fault', at: killedAt });
   let restoredAt: number | null = null;
+  let keysDeleted: number | null = null;
   if (proxy) {
-    await proxy.cut();
-    void sleep(cutS * 1000).then(() => proxy.restore()).then(() => (restoredAt = Date.now()));
+    await (silent ? proxy.blackhole() : proxy.cut());
+    void sleep(cutS * 1000).then(async () => {
+      // A Redis restarted without persistence comes back empty: the node's keys are gone.
+      if (direct && !silent) {
+        const keys = await direct.keys(`${statePrefix}*`);
+        keysDeleted = keys.length;
+        if (keys.length) await direct.del(...keys);
+      }
+      await proxy.restore();
+      restoredAt = Date.now();
+    });
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
+  // `/ready` as a load balancer sees it: each change, ms after the fault began.
+  const readyDuring: { at_ms: number; status: number | string; down: string[] }[] = [];
   let backAt: number | null = null;
   while (Date.now() - t0 < seconds * 1000) {
+    const ready = await fetch(`${platform.url}/ready`, { signal: AbortSignal.timeout(5000) }).then(async (r) => {
+      const b = (await r.json().catch(() => null)) as { components?: Record<string, { status: string; detail?: string }> } | null;
+      const down = Object.entries(b?.components ?? {}).filter(([, c]) => c.status === 'down').map(([n, c]) => `${n}: ${c.detail ?? ''}`.slice(0, 80));
+      return { status: r.status, down };
+    }, () => ({ status: 'no answer' as const, down: [] as string[] }));
+    const last = readyDuring.at(-1);
+    if (last?.status !== ready.status || String(last?.down) !== String(ready.down)) readyDuring.push({ at_ms: Date.now() - killedAt, ...ready });
     const h = (await (await fetch(`${platform.url}/health`)).json().catch(() => null)) as any;
     const nb = h?.components?.native_backend;
     const st = nb ? `${nb.status}: ${nb.detail ?? ''}` : 'unknown';
@@ -272,7 +402,7 @@ async function main() {
   child.send({ type: 'stop' });
   const report = await new Promise<LoadReport>((r) => child.on('message', (m: any) => { if (m.type === 'report') r(m.report); }));
   // Post-call webhooks of every session, delivered once the sessions have ended.
-  const ended = Number((await platform.db.sql`select count(*)::int as n from sessions where status in ('completed', 'failed')`)[0]!.n);
+  const ended = Number((await platform.db.sql`select count(*)::int as n from sessions where agent_id = ${agent} and status in ('completed', 'failed')`)[0]!.n);
   for (let i = 0; i < 150 && webhooks < ended; i++) await sleep(100);
   report.webhooks = { received: webhooks, sessionsEnded: ended };
   // Records: every session someone joined must be ended, with the caller's turns stored.
@@ -281,12 +411,39 @@ async function main() {
            count(*) filter (where status in ('completed', 'failed') and not exists (
              select 1 from session_items i where i.session_id = s.id and i.type = 'message' and i.payload->>'role' = 'user'))::int as without_items,
            count(*)::int as joined
-    from sessions s where started_at is not null`)[0] as { not_ended: number; without_items: number; joined: number };
+    from sessions s where agent_id = ${agent} and started_at is not null`)[0] as { not_ended: number; without_items: number; joined: number };
+  // Recordings: every track of an ended session settled (complete or failed with a reason);
+  // tracks settle after the session's end (files closed, rows retried): up to 15 s more.
+  const unsettled = async () => Number((await platform.db.sql`select count(*)::int as n from session_recordings where status = 'active'`)[0]!.n);
+  for (let i = 0; i < 150 && (await unsettled()) > 0; i++) await sleep(100);
+  const recTracks = (await platform.db.sql`
+    select count(*)::int as tracks, count(*) filter (where r.status = 'active')::int as unsettled,
+           count(*) filter (where r.status = 'failed')::int as failed
+    from session_recordings r join sessions s on s.id = r.session_id where s.status in ('completed', 'failed')`)[0] as { tracks: number; unsettled: number; failed: number };
+  // Turns: each final transcript a caller received must be in its record.
+  const stored = await platform.db.sql<{ session_id: string; role: string; n: number }[]>`
+    select session_id, payload->>'role' as role, count(*)::int as n from session_items
+    where type = 'message' and session_id in (select id from sessions where agent_id = ${agent}) group by 1, 2`;
+  const storedBy = new Map(stored.map((r) => [`${r.session_id}/${r.role}`, Number(r.n)]));
+  const turns = { heard: 0, stored: 0, missing: 0, missing_user: 0, missing_agent: 0, sessions_missing: 0 };
+  const missingSessions: { id: string; heard: { user: number; agent: number }; stored: { user: number; agent: number } }[] = [];
+  for (const [id, h] of Object.entries(report.heard)) {
+    const u = storedBy.get(`${id}/user`) ?? 0;
+    const a = storedBy.get(`${id}/assistant`) ?? 0;
+    turns.heard += h.user + h.agent;
+    turns.stored += u + a;
+    const miss = Math.max(0, h.user - u) + Math.max(0, h.agent - a);
+    turns.missing += miss;
+    turns.missing_user += Math.max(0, h.user - u);
+    turns.missing_agent += Math.max(0, h.agent - a);
+    if (miss) turns.sessions_missing++;
+    if (miss && missingSessions.length < 5) missingSessions.push({ id, heard: h, stored: { user: u, agent: a } });
+  }
 
   const rec = report.sessions.recoveryMs.sort((x, y) => x - y);
   process.stdout.write(`${JSON.stringify({
     bench: 'chaos', fault, date: new Date().toISOString(), cores: os.cpus().length, load_average_1m: round(os.loadavg()[0]!),
-    store: process.env.DATABASE_URL ? 'postgres' : 'pglite', shared_state: process.env.REDIS_URL ? 'redis' : 'memory',
+    store: process.env.DATABASE_URL ? 'postgres' : 'pglite', db_schema: dbSchema, shared_state: process.env.REDIS_URL ? 'redis' : 'memory',
     sessions_held: held, streams, fault_at_s: faultAtS, seconds,
     backend: { killed_pid: pid, restarted_in_ms: backAt === null ? null : backAt - killedAt, restarts: backend.status().restarts, health_native_backend: healthDuring },
     sessions: {
@@ -295,14 +452,20 @@ async function main() {
       // On the platform's clock: from a session's recognizer stream breaking to a new one open.
       recognizer_reopened: deafMs.length, deaf_ms: deafMs.length ? { p50: round(percentile(deafMs.sort((x, y) => x - y), 50)), p90: round(percentile(deafMs, 90)), max: deafMs.at(-1) } : null,
     },
-    ...(proxy ? { postgres: { cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, records, webhooks_lost: Math.max(0, ended - webhooks) } } : {}),
+    ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
+    ready: readyDuring,
+    records: { ...records, turns: { ...turns, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
+    tokens: report.tokens,
     error_log_lines: errorLogs,
+    error_logs: errorLines,
+    warnings,
     tts: report.tts,
     webhooks: report.webhooks,
   }, null, 2)}\n`);
   child.kill();
   await platform.close();
   await proxy?.close();
+  direct?.disconnect();
   receiver.close();
   process.exit(0);
 }

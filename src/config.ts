@@ -18,8 +18,20 @@ export interface Config {
   databaseUrl?: string;
   /** Embedded store folder (PGlite data, secret key, recordings), or `memory`. */
   dataDir: string;
+  /**
+   * A Postgres connection with a query outstanding that hears nothing from the server for this
+   * long is dropped and its queries fail as for an unreachable store (`503`): the bound on a
+   * black-holed network (`PARLEY_DB_SILENCE_TIMEOUT_MS`, default 5 s; 0 turns it off; not
+   * applied to migrations, the embedded store or TLS connections).
+   */
+  dbSilenceTimeoutMs: number;
   /** Real Redis; unset means the in-memory shared state. */
   redisUrl?: string;
+  /**
+   * A Redis command unanswered for this long fails (`503`) and the connection is reopened: the
+   * bound on a black-holed network (`PARLEY_REDIS_COMMAND_TIMEOUT_MS`, default 2 s; 0 turns it off).
+   */
+  redisCommandTimeoutMs: number;
   /** When set, the value becomes the first team's API key. */
   bootstrapKey?: string;
   /** Starting credit of the first team, in micro-units (1,000,000 = 1.00). */
@@ -171,6 +183,11 @@ const positiveInt = (name: string, n: number): number => {
   return n;
 };
 
+const nonNegativeInt = (name: string, n: number): number => {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number of milliseconds (0 for none), got ${n}`);
+  return n;
+};
+
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
 
@@ -198,7 +215,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     host: str('HOST') ?? '0.0.0.0',
     databaseUrl: str('DATABASE_URL'),
     dataDir: str('PARLEY_DATA_DIR') ?? './data',
+    dbSilenceTimeoutMs: nonNegativeInt('PARLEY_DB_SILENCE_TIMEOUT_MS', num('PARLEY_DB_SILENCE_TIMEOUT_MS', 5000)),
     redisUrl: str('REDIS_URL'),
+    redisCommandTimeoutMs: nonNegativeInt('PARLEY_REDIS_COMMAND_TIMEOUT_MS', num('PARLEY_REDIS_COMMAND_TIMEOUT_MS', 2000)),
     bootstrapKey: str('PARLEY_BOOTSTRAP_KEY'),
     bootstrapCreditMicros: BigInt(Math.round(num('PARLEY_BOOTSTRAP_CREDIT', 100) * 1_000_000)),
     secretKey: str('PARLEY_SECRET_KEY'),

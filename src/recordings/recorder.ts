@@ -11,6 +11,7 @@ import { mkdir, open, readFile, rm, rmdir, type FileHandle } from 'node:fs/promi
 import { dirname, join } from 'node:path';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { WAV_HEADER_BYTES, wavHeader } from '../audio/index.ts';
+import { isConnectionError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
 import { finishRecordingTrack, insertRecordingTracks } from './store.ts';
@@ -240,14 +241,15 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
       await Promise.all([...tracks].map(async ([role, track]) => {
         await track.close().catch(() => undefined);
         await rm(track.path, { force: true }).catch(() => undefined);
-        await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code })
+        await stored(() => finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code }))
           .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
       }));
       await rmdir(join(o.dir, sessionId)).catch(() => undefined); // the session's folder, once empty
     })();
   };
   const tracks = new Map(TRACK_ROLES.map((role) => [role, new Track(join(o.dir, trackKey(sessionId, role)), startedAt, stop)]));
-  const registered = insertRecordingTracks(o.sql, sessionId, TRACK_ROLES.map((role) => ({ role, storage, objectKey: trackKey(sessionId, role) })));
+  const stored = <T>(write: () => Promise<T>) => untilStored(write, o.log, sessionId);
+  const registered = stored(() => insertRecordingTracks(o.sql, sessionId, TRACK_ROLES.map((role) => ({ role, storage, objectKey: trackKey(sessionId, role) }))));
   registered.catch((err) => o.log.error({ err, sessionId }, 'recording tracks not registered'));
   let finishing: Promise<void> | null = null;
 
@@ -260,13 +262,13 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
       } catch (err) {
         // The local copy stays (complete) in the folder for the operator.
         const failure = uploadFailure(err);
-        await finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code })
+        await stored(() => finishRecordingTrack(o.sql, sessionId, role, { status: 'failed', error: failure.message, errorCode: failure.code }))
           .catch((e) => o.log.error({ err: e, sessionId }, 'recording failure not recorded'));
         return failure;
       }
       await rm(track.path, { force: true }).catch(() => undefined);
     }
-    await finishRecordingTrack(o.sql, sessionId, role, { status: 'complete', sizeBytes: bytes + WAV_HEADER_BYTES, durationMs: Math.round(bytes / BYTES_PER_MS) })
+    await stored(() => finishRecordingTrack(o.sql, sessionId, role, { status: 'complete', sizeBytes: bytes + WAV_HEADER_BYTES, durationMs: Math.round(bytes / BYTES_PER_MS) }))
       .catch((e) => o.log.error({ err: e, sessionId }, 'recording outcome not recorded'));
     return null;
   };
@@ -284,4 +286,31 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
         if (failures.length) o.log.warn({ sessionId, error_code: 'upload_failed', tracks: failures.length }, `Recording not stored: ${failures[0]!.message}`);
       })()),
   };
+}
+
+/** How long a recording's store writes wait out an unreachable store, and their backoff. */
+const STORE_RETRY = { forMs: 10 * 60_000, firstMs: 250, maxMs: 5000 };
+
+/**
+ * A recording's row written while the store is unreachable (a restart, a cut: a connection
+ * error) is retried with backoff (250 ms doubling to 5 s) for up to 10 minutes, warned once,
+ * as the session's own record is (`src/sessions/record-writer.ts`); before, it was given up at
+ * once with an error log, leaving the tracks of a session that started or ended during the
+ * outage unregistered or unsettled. The writes are idempotent. Other failures throw at once.
+ */
+async function untilStored<T>(write: () => Promise<T>, log: Logger, sessionId: string): Promise<T> {
+  const giveUpAt = Date.now() + STORE_RETRY.forMs;
+  let delay = STORE_RETRY.firstMs;
+  let warned = false;
+  for (;;) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() + delay > giveUpAt) throw err;
+      if (!warned) log.warn({ err, sessionId }, 'recording not stored yet: the store is unreachable, retrying');
+      warned = true;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, STORE_RETRY.maxMs);
+    }
+  }
 }

@@ -32,7 +32,7 @@ import type { SessionRecorder } from '../recordings/index.ts';
 import { customLlmGenerate, type LlmFailure } from './custom-llm.ts';
 import type { SecretBox } from '../crypto/secrets.ts';
 import { sessionTokenKey, sessionTokenOfKey, SESSION_CONTROL_CHANNEL, SESSION_TOKEN_TTL_MS } from './service.ts';
-import { isConnectionError } from '../errors.ts';
+import { ServiceError, isConnectionError } from '../errors.ts';
 import { createSessionTools, toolSystemValues, type ClientToolResult } from '../tools/runtime.ts';
 import type { Resolver } from '../net/index.ts';
 import { promptVariables, renderTemplate, systemVariables, worldContext, type VariableValue } from './variables.ts';
@@ -358,7 +358,16 @@ export class SessionRuntime {
    */
   async connect(token: string): Promise<LiveSession> {
     if (!token) throw new ConnectRefused(4401, 'Missing token');
-    const sessionId = await this.o.state.take(sessionTokenKey(token));
+    let sessionId: string | null;
+    try {
+      sessionId = await this.o.state.take(sessionTokenKey(token));
+    } catch (err) {
+      // The token store cannot be reached (a Redis restart, a cut): the client may try again.
+      // The token was not taken, or, if the command ran before the connection dropped, it is
+      // spent and the retry is refused 4401: never admitted twice (docs/reliability.md).
+      if (err instanceof ServiceError && err.code === 'unavailable') throw new ConnectRefused(4503, err.message);
+      throw err;
+    }
     if (!sessionId) throw new ConnectRefused(4401, 'Invalid or expired token');
     await this.o.state.del(sessionTokenOfKey(sessionId)).catch(() => false);
     const release = this.supervisor.reserve();

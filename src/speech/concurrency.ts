@@ -57,6 +57,9 @@ export interface SpeechConcurrencyOptions {
 
 export const SPEECH_CONCURRENCY_MESSAGE = 'Too many concurrent requests';
 
+/** How often a slot whose acquisition failed is released again until the shared state answers. */
+const RELEASE_RETRY_MS = 1000;
+
 export class SpeechConcurrency {
   private readonly leaseMs: number;
   private readonly tierCacheMs: number;
@@ -91,7 +94,16 @@ export class SpeechConcurrency {
     const limit = await this.limitFor(teamId);
     const key = `speech-slots:${teamId}`;
     const holder = randomUUID();
-    const r = await this.o.state.acquireSlot(key, holder, limit, this.leaseMs);
+    let r: Awaited<ReturnType<SharedState['acquireSlot']>>;
+    try {
+      r = await this.o.state.acquireSlot(key, holder, limit, this.leaseMs);
+    } catch (err) {
+      // Unanswered is not undone: the acquisition may have run (its reply lost to a dropped or
+      // silent connection). Released once the shared state answers, so it does not hold one of
+      // the team's slots for a whole lease (bench/chaos.ts --fault redis-blackhole).
+      this.releaseWhenReachable(key, holder);
+      throw err;
+    }
     if (!r.acquired) {
       throw new ServiceError('rate_limited', `${SPEECH_CONCURRENCY_MESSAGE}: this team may run ${limit} speech requests at once`, {
         headers: { 'Retry-After': String(this.o.retryAfterS ?? 1) },
@@ -112,6 +124,17 @@ export class SpeechConcurrency {
     if (signal?.aborted) release();
     else signal?.addEventListener('abort', release, { once: true });
     return { release };
+  }
+
+  /** Releases `holder` in the background, retrying every second for one lease. */
+  private releaseWhenReachable(key: string, holder: string): void {
+    const giveUpAt = Date.now() + this.leaseMs;
+    const attempt = (): void => {
+      this.o.state.releaseSlot(key, holder).catch(() => {
+        if (Date.now() < giveUpAt) setTimeout(attempt, RELEASE_RETRY_MS).unref();
+      });
+    };
+    attempt();
   }
 
   /** Slots this node holds now (tests, metrics). */

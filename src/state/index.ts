@@ -13,6 +13,6 @@ export { DEFAULT_PREFIX } from './types.ts';
 export async function createSharedState(options: SharedStateOptions = {}): Promise<SharedState> {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const now = options.now ?? Date.now;
-  if (options.redisUrl) return connectRedisState({ url: options.redisUrl, prefix, now, logger: options.logger });
+  if (options.redisUrl) return connectRedisState({ url: options.redisUrl, prefix, now, logger: options.logger, commandTimeoutMs: options.commandTimeoutMs });
   return new MemoryState({ prefix, now, logger: options.logger });
 }

@@ -68,6 +68,8 @@ export interface RedisStateOptions {
   prefix: string;
   now: () => number;
   logger?: Logger;
+  /** A command unanswered for this long fails and its connection is reopened; 0 or unset: no bound. */
+  commandTimeoutMs?: number;
 }
 
 interface Channel {
@@ -81,7 +83,9 @@ interface Channel {
  * running) when Redis cannot be reached, so a wrong `REDIS_URL` fails at start-up.
  */
 export async function connectRedisState(options: RedisStateOptions): Promise<RedisState> {
-  const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const commandTimeout = options.commandTimeoutMs ? options.commandTimeoutMs : undefined;
+  const client = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, commandTimeout });
+  sendOnlyUnsettled(client);
   client.on('error', (err) => options.logger?.warn({ err }, 'shared state connection error'));
   try {
     await client.connect();
@@ -218,7 +222,7 @@ export class RedisState implements SharedState {
     }
     entry.handlers.add(own);
     try {
-      await this.run(() => entry.ready);
+      await this.run(() => entry.ready, subscriber);
     } catch (err) {
       entry.handlers.delete(own);
       if (entry.handlers.size === 0 && this.channels.get(name) === entry) this.channels.delete(name);
@@ -231,7 +235,7 @@ export class RedisState implements SharedState {
       entry.handlers.delete(own);
       if (entry.handlers.size > 0 || this.channels.get(name) !== entry) return;
       this.channels.delete(name);
-      await this.run(() => subscriber.unsubscribe(name));
+      await this.run(() => subscriber.unsubscribe(name), subscriber);
     };
   }
 
@@ -293,6 +297,7 @@ export class RedisState implements SharedState {
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
     const subscriber = this.client.duplicate();
+    sendOnlyUnsettled(subscriber);
     subscriber.on('error', (err) => this.logger?.warn({ err }, 'shared state subscriber connection error'));
     subscriber.on('message', (name: string, message: string) => this.dispatch(name, message));
     // Messages published while the link was down are lost: say so when it drops and when it is back.
@@ -324,10 +329,19 @@ export class RedisState implements SharedState {
   }
 
   /** Runs a command; Redis's own error replies are misuse (`internal`), anything else is `unavailable`. */
-  private async run<T>(command: () => Promise<T>): Promise<T> {
+  private async run<T>(command: () => Promise<T>, client: Redis = this.client): Promise<T> {
     try {
       return await command();
     } catch (err) {
+      // Unanswered within `commandTimeoutMs`: the server is silent (a black-holed network)
+      // while the connection looks open. The socket is destroyed (a reset, not a FIN that would
+      // wait behind the commands still unsent) and ioredis reconnects, so a path that heals for
+      // new connections is used at once. A command the server had already received may still
+      // run: its caller was told `unavailable`, which does not say it did not happen.
+      if (err instanceof Error && err.message === 'Command timed out' && client.status === 'ready') {
+        this.logger?.warn({ err }, 'shared state command unanswered: reconnecting');
+        (client as unknown as { stream?: { resetAndDestroy(): void } }).stream?.resetAndDestroy();
+      }
       // A Redis that is starting (LOADING its data set) or has lost its primary refuses
       // commands for a while: unavailable, like a dropped connection.
       if (err instanceof Error && err.name === 'ReplyError' && !/^(LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message)) {
@@ -336,6 +350,21 @@ export class RedisState implements SharedState {
       throw dependencyUnavailable('Shared state is unavailable: try again shortly', err);
     }
   }
+}
+
+/**
+ * ioredis sends again, once it has reconnected, the commands that were in flight when the
+ * connection dropped and those queued meanwhile, including commands whose caller was already
+ * told they failed (`commandTimeout`): a slot acquired or a token taken then, for a request
+ * answered `503` long before, that nobody releases (under load, every speech slot of a team
+ * held for a lease after a Redis outage: `bench/chaos.ts --fault redis`). Such commands are
+ * dropped instead of sent; those still awaited are sent as before.
+ */
+function sendOnlyUnsettled(client: Redis): void {
+  const send = client.sendCommand.bind(client);
+  type Sent = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean };
+  client.sendCommand = ((command: Sent, stream?: Parameters<Redis['sendCommand']>[1]) =>
+    command.isSettled ? command.promise : send(command, stream)) as Redis['sendCommand'];
 }
 
 /** Lets pending replies arrive, then waits for the socket to close. */

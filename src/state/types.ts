@@ -101,6 +101,12 @@ export interface SharedStateOptions {
   now?: () => number;
   /** Receives background failures: throwing subscribers, lost Redis connections. */
   logger?: Logger;
+  /**
+   * Redis: a command unanswered for this long fails as `unavailable` and its connection is
+   * reopened (a black-holed network is otherwise waited on for as long as TCP does). 0 or
+   * unset: no bound.
+   */
+  commandTimeoutMs?: number;
 }
 
 export const DEFAULT_PREFIX = 'parley:';

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { watchSilence, type SilenceWatch } from './silence.ts';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 
@@ -23,6 +24,13 @@ export interface Database {
   url: string;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Bounds a server that goes silent (a black-holed network): from now on a connection with a
+   * query outstanding that hears nothing for `ms` is dropped, failing its queries as a lost
+   * connection (`src/store/silence.ts`); 0 turns it off. Off until called (migrations and the
+   * CLI run without it); only a real server is watched, not the embedded store.
+   */
+  boundSilence(ms: number): void;
 }
 
 const PGLITE_CONNECTIONS = 8;
@@ -34,9 +42,17 @@ const PGLITE_CONNECTIONS = 8;
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.databaseUrl) {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
-    const sql = connect(opts.databaseUrl, opts.max ?? 10, opts.schema);
+    const watch = watchSilence(0);
+    const sql = connect(opts.databaseUrl, opts.max ?? 10, opts.schema, watch);
     await loadTypesOnce(sql);
-    return { sql, kind: 'postgres', url: opts.databaseUrl, ping: () => ping(sql), close: () => sql.end({ timeout: 5 }) };
+    return {
+      sql,
+      kind: 'postgres',
+      url: opts.databaseUrl,
+      ping: () => ping(sql),
+      close: () => sql.end({ timeout: 5 }),
+      boundSilence: (ms) => void (watch.timeoutMs = ms),
+    };
   }
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
@@ -61,6 +77,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     kind: 'pglite',
     url,
     ping: () => ping(sql),
+    // In-process over loopback: it cannot be black-holed, and its one connection serialises
+    // every query, so a slow one would make the others look silent.
+    boundSilence: () => {},
     close: async () => {
       await sql.end({ timeout: 5 });
       await server.stop();
@@ -84,8 +103,9 @@ export function reconnectDelayS(retries: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, retries - 1), 0.25);
 }
 
-function connect(url: string, max: number, schema: string | undefined): Sql {
+function connect(url: string, max: number, schema: string | undefined, watch?: SilenceWatch): Sql {
   return postgres(url, {
+    ...(watch ? { socket: watch.socket as never } : {}),
     max,
     onnotice: () => {},
     idle_timeout: 30,

@@ -12,6 +12,8 @@ export const storeModule = (schema?: string) => defineModule({
     onClose(() => db.close());
     health.register('database', async () => (await db.ping(), { status: 'ok', detail: db.kind }));
     const applied = await migrate(db.sql);
+    // Migrations may wait silently for a long statement or another node's lock: bounded after.
+    db.boundSilence(config.dbSilenceTimeoutMs);
     startup('migrated');
     if (applied.length) log.info({ applied }, 'migrations applied');
     return { db, sql: db.sql };

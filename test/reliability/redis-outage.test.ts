@@ -4,6 +4,8 @@
  * works again. Tokens live only in Redis: a restart without persistence forgets them (a token
  * issued before is refused after, a new one works), and a token brought back by a restart from
  * an older snapshot is still refused once used (the store's record says the session started).
+ * A silent Redis (the proxy black-holed: nothing forwarded, nothing reset) gets the same `503`
+ * within `redisCommandTimeoutMs` instead of requests that hang.
  */
 import t from 'tap';
 import { Redis } from 'ioredis';
@@ -12,6 +14,7 @@ import { startTestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, rawSocket } from '../e2e/session-helpers.ts';
 import { sessionTokenKey } from '../../src/sessions/service.ts';
+import { createSharedState } from '../../src/state/index.ts';
 
 const REDIS_URL = process.env.REDIS_URL;
 if (!REDIS_URL) {
@@ -23,7 +26,8 @@ const target = new URL(REDIS_URL);
 const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
 const viaProxy = new URL(REDIS_URL);
 viaProxy.host = proxy.address;
-const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString() } });
+// A command bound shorter than the default 2 s keeps the black-hole test short.
+const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString(), redisCommandTimeoutMs: 1000 } });
 const direct = new Redis(REDIS_URL);
 t.teardown(async () => {
   await proxy.restore();
@@ -50,6 +54,7 @@ t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, 
   const tts = await app.req('POST', '/v1/tts', { text: 'hello' });
   t.equal(tts.status, 503, 'synthesis needs shared state (its concurrency slots)');
   t.equal(tts.headers.get('retry-after'), '2');
+  t.match(await join(unused).closed, { code: 4503, reason: /Shared state is unavailable/ }, 'a connect meanwhile is told to try again (not 4500)');
 
   // A restart without persistence forgets every key; one from an older snapshot brings back the spent token.
   const keys = await direct.keys(`${app.state.prefix}*`);
@@ -72,4 +77,64 @@ t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, 
   t.ok(await fresh.started(), 'a new token works');
   fresh.ws.close();
   first.ws.close();
+});
+
+t.test('a silent (black-holed) Redis: 503 with Retry-After instead of a hang; served again after', async (t) => {
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } } });
+  t.equal((await app.req('POST', '/v1/agent/sessions', { agent_id: agent })).status, 200);
+  await proxy.blackhole();
+  t.teardown(() => proxy.restore());
+  // A bound on each request, so a hang fails the test here rather than at tap's timeout.
+  const bounded = (p: Promise<Awaited<ReturnType<typeof app.req>>>) =>
+    Promise.race([p, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 15_000))]);
+  for (const [path, body, what] of [
+    ['/v1/agent/sessions', { agent_id: agent }, 'session creation (the token store)'],
+    ['/v1/tts', { text: 'hello' }, 'synthesis (its concurrency slots)'],
+    ['/v1/agent/sessions', { agent_id: agent }, 'session creation again, while reconnecting'],
+  ] as const) {
+    const r = await bounded(app.req('POST', path, body));
+    if (r === 'hung') {
+      t.fail(`${what}: no answer`);
+      continue;
+    }
+    t.equal(r.status, 503, what);
+    t.equal(r.headers.get('retry-after'), '2', 'Retry-After');
+    t.match(r.body.message, /unavailable/);
+  }
+  await proxy.restore();
+  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  for (let i = 0; i < 100 && created.status === 503; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  }
+  t.equal(created.status, 200, 'session creation works again');
+  const fresh = join(created.body);
+  t.ok(await fresh.started(), 'its token connects');
+  fresh.ws.close();
+  t.equal((await app.req('POST', '/v1/tts', { text: 'hello' })).status, 200, 'synthesis works again');
+});
+
+// Found by `bench/chaos.ts --fault redis`: ioredis sent again, after reconnecting, commands whose
+// callers had timed out; under load every speech slot of the team stayed held for its lease
+// (nearly every synthesis request refused 429 after the outage).
+t.test('a command its caller was told failed (timed out) is not run once Redis answers again', async (t) => {
+  const prefix = `outage_${Date.now()}:`;
+  const state = await createSharedState({ redisUrl: viaProxy.toString(), prefix, commandTimeoutMs: 1500 });
+  t.teardown(() => state.close());
+  t.ok((await state.acquireSlot('slots', 'before', 2, 60_000)).acquired, 'a slot acquired before');
+  await proxy.blackhole();
+  t.teardown(() => proxy.restore());
+  // In flight on the silent connection, then queued while it reconnects: each fails (503).
+  await t.rejects(state.acquireSlot('slots', 'in-flight', 2, 60_000), { code: 'unavailable' });
+  await t.rejects(state.set('queued', 'x', 60_000), { code: 'unavailable' });
+  await t.rejects(state.acquireSlot('slots', 'queued', 2, 60_000), { code: 'unavailable' });
+  await proxy.restore();
+  for (let i = 0; i < 100; i++) {
+    if (await state.ping().then(() => true, () => false)) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await state.ping();
+  t.same(await direct.zrange(`${prefix}s:slots`, '0', '-1'), ['before'], 'the failed acquisitions hold no slot');
+  t.equal(await direct.get(`${prefix}v:queued`), null, 'the failed write was not made');
+  t.ok((await state.acquireSlot('slots', 'after', 2, 60_000)).acquired, 'the second slot is free');
 });
