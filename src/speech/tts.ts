@@ -132,8 +132,9 @@ export class TtsService {
         this.stats.chunksReceived++;
         this.stats.audioBytesReceived += chunk.audio.length;
         state.encoder ??= await this.encoderFor(p.req, chunk.sampleRateHz || p.req.sampleRateHz);
+        // The chunk's audio is this call's own (a decoded gRPC message): the encoder may keep it.
         const pcm = pcmBytesToInt16(chunk.audio);
-        yield { chunk, bytes: join(pcm.length ? state.encoder.push(pcm) : []) };
+        yield { chunk, bytes: join(pcm.length ? state.encoder.push(pcm, true) : []) };
       }
     } finally {
       call.span.end();
