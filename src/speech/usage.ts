@@ -48,22 +48,35 @@ export async function recordUsage(
 
 /**
  * Refuses calls from a team with no credit left (402). The answer is cached per team for
- * `cacheMs` so the hot path does not query the store on every request.
+ * `cacheMs` so the hot path does not query the store on every request; a team calling past
+ * half of that has its credit re-read in the background while the cached answer serves, so
+ * steady traffic never waits for the store (an answer is still never older than `cacheMs`).
  */
 export class CreditGate {
-  private cache = new Map<string, { ok: boolean; until: number }>();
+  private cache = new Map<string, { ok: boolean; until: number; refreshing?: boolean }>();
   constructor(private readonly sql: Sql, private readonly cacheMs = 2000) {}
 
   async ensure(teamId: string): Promise<void> {
     const now = Date.now();
     let hit = this.cache.get(teamId);
-    if (!hit || hit.until <= now) {
-      const credit = await creditOf(this.sql, teamId);
-      hit = { ok: credit !== undefined && credit > 0n, until: now + this.cacheMs };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(teamId, hit);
+    if (!hit || hit.until <= now) hit = await this.load(teamId, now);
+    else if (!hit.refreshing && hit.until - now < this.cacheMs / 2) {
+      const h = hit;
+      h.refreshing = true;
+      this.load(teamId, now).then(
+        () => (h.refreshing = false),
+        () => (h.refreshing = false), // the entry runs out on its own; the next call reads again
+      );
     }
     if (!hit.ok) throw new ServiceError('payment_required', 'Out of API credit');
+  }
+
+  private async load(teamId: string, now: number): Promise<{ ok: boolean; until: number }> {
+    const credit = await creditOf(this.sql, teamId);
+    const entry = { ok: credit !== undefined && credit > 0n, until: now + this.cacheMs };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(teamId, entry);
+    return entry;
   }
 
   /** Forget a team's cached answer (after its credit changed on this node). */
