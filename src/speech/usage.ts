@@ -11,7 +11,7 @@
 import { ServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { creditOf, insertUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
+import { creditOf, insertUsages, type NewUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
 
 export type { UsageKind } from '../usage/store.ts';
 
@@ -31,18 +31,68 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
 /**
  * Records one call's usage and settles it against credit. Never throws: a failure is
  * logged (when `log` is given) and reported as undefined.
+ *
+ * Calls are written in batches, one statement per batch (`insertUsages`): the first call
+ * starts a statement at once; calls made while it runs wait for it and go together in the
+ * next one. At 30+ syntheses a second a statement per call cost more of the platform's CPU
+ * than anything else on the synthesis path (the embedded store runs in the platform's
+ * process); a batch costs little more than one row. A failed batch is retried row by row,
+ * so one bad row loses only itself.
  */
 export async function recordUsage(
   sql: Sql,
   u: { teamId: string; kind: UsageKind; amount: number; model: string },
   log?: Logger,
 ): Promise<UsageRow | undefined> {
-  try {
-    if (!(u.amount > 0)) return undefined;
-    return await insertUsage(sql, { ...u, costMicros: costMicros(u.kind, u.model, u.amount) });
-  } catch (err) {
-    log?.warn({ err, teamId: u.teamId, kind: u.kind }, 'usage recording failed');
-    return undefined;
+  if (!(u.amount > 0)) return undefined;
+  let batcher = batchers.get(sql);
+  if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
+  return batcher.add({ ...u, costMicros: costMicros(u.kind, u.model, u.amount) }, log);
+}
+
+/** Rows per statement at most. */
+const MAX_BATCH = 200;
+const batchers = new WeakMap<Sql, UsageBatcher>();
+
+interface Pending {
+  u: NewUsage;
+  log?: Logger;
+  resolve(row: UsageRow | undefined): void;
+}
+
+class UsageBatcher {
+  private queue: Pending[] = [];
+  private writing = false;
+  constructor(private readonly sql: Sql) {}
+
+  add(u: NewUsage, log?: Logger): Promise<UsageRow | undefined> {
+    return new Promise((resolve) => {
+      this.queue.push({ u, log, resolve });
+      if (!this.writing) void this.write();
+    });
+  }
+
+  private async write(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        try {
+          const rows = await insertUsages(this.sql, batch.map((p) => p.u));
+          batch.forEach((p, i) => p.resolve(rows[i]));
+        } catch (err) {
+          if (batch.length === 1) this.failed(batch[0]!, err);
+          else for (const p of batch) await insertUsages(this.sql, [p.u]).then((rows) => p.resolve(rows[0]), (e: unknown) => this.failed(p, e));
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private failed(p: Pending, err: unknown): void {
+    p.log?.warn({ err, teamId: p.u.teamId, kind: p.u.kind }, 'usage recording failed');
+    p.resolve(undefined);
   }
 }
 
