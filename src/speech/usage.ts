@@ -32,12 +32,14 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
  * Records one call's usage and settles it against credit. Never throws: a failure is
  * logged (when `log` is given) and reported as undefined.
  *
- * Calls are written in batches, one statement per batch (`insertUsages`): the first call
- * starts a statement at once; calls made while it runs wait for it and go together in the
- * next one. At 30+ syntheses a second a statement per call cost more of the platform's CPU
- * than anything else on the synthesis path (the embedded store runs in the platform's
- * process); a batch costs little more than one row. A failed batch is retried row by row,
- * so one bad row loses only itself.
+ * Calls are written in batches, one statement per batch (`insertUsages`): a call waits up
+ * to USAGE_BATCH_MS (200 ms) for others, and calls made while a statement runs go together
+ * in the next one. At 30+ syntheses a second a statement per call was the platform's
+ * largest cost per synthesis after the socket writes (the embedded store runs in the
+ * platform's process); a batch costs little more than one row. The client never waits for
+ * it (usage is recorded after the response ended); the credit check reads a cached answer
+ * up to 2 s old anyway. A failed batch is retried row by row, so one bad row loses only
+ * itself. `flushUsage` writes what waits (the speech module calls it at shutdown).
  */
 export async function recordUsage(
   sql: Sql,
@@ -52,7 +54,14 @@ export async function recordUsage(
 
 /** Rows per statement at most. */
 const MAX_BATCH = 200;
+/** How long a recorded call waits for others before its statement starts. */
+export const USAGE_BATCH_MS = 200;
 const batchers = new WeakMap<Sql, UsageBatcher>();
+
+/** Writes the usage waiting for a batch now; resolves when everything recorded so far is written. */
+export async function flushUsage(sql: Sql): Promise<void> {
+  await batchers.get(sql)?.flush();
+}
 
 interface Pending {
   u: NewUsage;
@@ -62,31 +71,36 @@ interface Pending {
 
 class UsageBatcher {
   private queue: Pending[] = [];
-  private writing = false;
+  private writing: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
   constructor(private readonly sql: Sql) {}
 
   add(u: NewUsage, log?: Logger): Promise<UsageRow | undefined> {
     return new Promise((resolve) => {
       this.queue.push({ u, log, resolve });
-      if (!this.writing) void this.write();
+      if (!this.writing && !this.timer) this.timer = setTimeout(() => void this.flush(), USAGE_BATCH_MS).unref();
     });
   }
 
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.writing) await this.writing;
+    if (!this.queue.length) return;
+    this.writing = this.write().finally(() => (this.writing = null));
+    await this.writing;
+  }
+
   private async write(): Promise<void> {
-    this.writing = true;
-    try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, MAX_BATCH);
-        try {
-          const rows = await insertUsages(this.sql, batch.map((p) => p.u));
-          batch.forEach((p, i) => p.resolve(rows[i]));
-        } catch (err) {
-          if (batch.length === 1) this.failed(batch[0]!, err);
-          else for (const p of batch) await insertUsages(this.sql, [p.u]).then((rows) => p.resolve(rows[0]), (e: unknown) => this.failed(p, e));
-        }
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        const rows = await insertUsages(this.sql, batch.map((p) => p.u));
+        batch.forEach((p, i) => p.resolve(rows[i]));
+      } catch (err) {
+        if (batch.length === 1) this.failed(batch[0]!, err);
+        else for (const p of batch) await insertUsages(this.sql, [p.u]).then((rows) => p.resolve(rows[0]), (e: unknown) => this.failed(p, e));
       }
-    } finally {
-      this.writing = false;
     }
   }
 
