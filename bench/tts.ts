@@ -160,7 +160,7 @@ async function childSteady(o: SteadyOrder) {
   const input = await backendRequestFor({ text: o.text, format: o.format });
   // One stream of each kind first: its length spreads the slots' starts.
   const probe = await directStream(client, input);
-  await platformStream(agent, { port: o.port, key: o.key, body });
+  const platformProbe = await platformStream(agent, { port: o.port, key: o.key, body });
   const streamMs = probe.totalMs;
 
   let phase: 'warmup' | 'record' | 'drain' = 'warmup';
@@ -211,7 +211,9 @@ async function childSteady(o: SteadyOrder) {
   agent.destroy();
   return {
     streamMs: r2(streamMs),
-    audioSecondsPerStream: r2(probe.bytes / 2 / rateOf(o.format)),
+    audioSecondsPerStream: probe.bytes / 2 / rateOf(o.format),
+    // Encoded bytes of one platform stream: bytes received → audio seconds for any format.
+    platformBytesPerStream: platformProbe.bytes,
     platform: rec.platform,
     direct: rec.direct,
     loadgen: { cpuCores: r2((cpu.user + cpu.system) / 1000 / (o.seconds * 1000)), eventLoopDelayMs: lateness(eld) },
@@ -304,7 +306,7 @@ async function steady() {
     const p = result.platform;
     const d = result.direct;
     const cpuMs = (cpu.user + cpu.system) / 1000;
-    const audioS = p.bytesInWindow / 2 / rateOf(format);
+    const audioS = (p.bytesInWindow / result.platformBytesPerStream) * result.audioSecondsPerStream;
     const pt = dist(p.ttfa);
     const dt = dist(d.ttfa);
     const added = (q: 'p50' | 'p99') => (pt[q] !== null && dt[q] !== null ? r2(pt[q]! - dt[q]!) : null);
@@ -314,7 +316,7 @@ async function steady() {
       concurrentStreams: { platform: order.streams, direct: order.directStreams },
       seconds,
       streamMs: result.streamMs,
-      audioSecondsPerStream: result.audioSecondsPerStream,
+      audioSecondsPerStream: r2(result.audioSecondsPerStream),
       addedTtfaMs: { p50: added('p50'), p99: added('p99') },
       platform: {
         ttfaMs: pt,
@@ -437,7 +439,27 @@ function signal(sampleRateHz: number, seconds: number): Int16Array {
   return x;
 }
 
-/** CPU ms per audio second: the platform's encoder (creation included) and the codec alone, 3-s streams in 100 ms pushes. */
+/** The backend's own audio for the default text at `rate`, as the chunks it sends. */
+async function backendAudio(rate: number): Promise<Int16Array[]> {
+  const backend = await spawnNativeBackend({ engine: 'synthetic', env: { PARLEY_SYNTHETIC_TTFA_MS: '0', PARLEY_SYNTHETIC_PACING: 'fast' }, stderr: 'ignore' });
+  const raw = createGrpcClient(backend.address);
+  await new Promise<void>((r, j) => raw.waitForReady(Date.now() + 5000, (e) => (e ? j(e) : r())));
+  const input = await backendRequestFor({ text: values.text!, format: rate === 48000 ? 'opus' : 'wav' });
+  const out: Int16Array[] = [];
+  for await (const c of raw.synthesize(create(SynthesizeRequestSchema, input)) as AsyncIterable<{ audio: Uint8Array }>) {
+    const b = c.audio.slice();
+    if (b.length) out.push(new Int16Array(b.buffer, 0, b.length >> 1));
+  }
+  raw.close();
+  await backend.stop();
+  return out;
+}
+
+/**
+ * CPU ms per audio second: the platform's encoder (creation included) and the codec alone,
+ * 3-s streams in 100 ms pushes, on a test signal (a tone, a sweep and noise, as bench/audio.ts)
+ * and on the backend's own audio for the default text (the synthetic engine's).
+ */
 async function encoders() {
   const STREAM_S = 3;
   const STREAMS = 40;
@@ -449,13 +471,20 @@ async function encoders() {
     return +((c.user + c.system) / 1000 / (STREAMS * STREAM_S)).toFixed(3);
   };
   await loadMp3Module();
-  const out: Record<string, { encoderMsPerAudioSecond: number; codecAloneMsPerAudioSecond: number | null }> = {};
+  const out: Record<string, { encoderMsPerAudioSecond: number; codecAloneMsPerAudioSecond: number | null; encoderOnBackendAudioMsPerAudioSecond: number }> = {};
   for (const format of ['wav', 'mp3', 'opus'] as const) {
     const rate = rateOf(format);
     const pcm = signal(rate, STREAM_S);
     const size = rate / 10;
     const parts: Int16Array[] = [];
     for (let i = 0; i < pcm.length; i += size) parts.push(pcm.subarray(i, i + size));
+    const real = await backendAudio(rate);
+    const realS = real.reduce((n, c) => n + c.length, 0) / rate;
+    const onBackendAudio = +(((await cpuMs(async () => {
+      const e = await createEncoder({ format, sampleRateHz: rate, inputSampleRateHz: rate, mp3BitrateKbps: 128 });
+      for (const p of real) e.push(p);
+      e.end();
+    })()) * STREAM_S) / realS).toFixed(3);
     const encoder = await cpuMs(async () => {
       const e = await createEncoder({ format, sampleRateHz: rate, inputSampleRateHz: rate, mp3BitrateKbps: 128 });
       for (const p of parts) e.push(p);
@@ -479,7 +508,7 @@ async function encoders() {
         for (const f of frames) enc.encode(f);
       })();
     }
-    out[format] = { encoderMsPerAudioSecond: encoder, codecAloneMsPerAudioSecond: codec };
+    out[format] = { encoderMsPerAudioSecond: encoder, codecAloneMsPerAudioSecond: codec, encoderOnBackendAudioMsPerAudioSecond: onBackendAudio };
   }
   return out;
 }
