@@ -174,7 +174,7 @@ export class TtsService {
     this.stats[r.outcome]++;
     if (r.outcome === 'done') {
       p.span.end();
-      void recordUsage(this.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, this.deps.log);
+      void recordUsage(this.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, this.deps.log, { later: true });
       return 'done';
     }
     if (r.outcome === 'cancelled') {

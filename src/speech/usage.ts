@@ -32,24 +32,27 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
  * Records one call's usage and settles it against credit. Never throws: a failure is
  * logged (when `log` is given) and reported as undefined.
  *
- * Calls are written in batches, one statement per batch (`insertUsages`): a call waits up
- * to USAGE_BATCH_MS (200 ms) for others, and calls made while a statement runs go together
- * in the next one. At 30+ syntheses a second a statement per call was the platform's
- * largest cost per synthesis after the socket writes (the embedded store runs in the
- * platform's process); a batch costs little more than one row. The client never waits for
- * it (usage is recorded after the response ended); the credit check reads a cached answer
- * up to 2 s old anyway. A failed batch is retried row by row, so one bad row loses only
- * itself. `flushUsage` writes what waits (the speech module calls it at shutdown).
+ * Calls are written in batches, one statement per batch (`insertUsages`): calls made while
+ * a statement runs go together in the next one, and a caller that does not wait for the
+ * answer passes `later` (the synthesis paths: usage is recorded after the response ended):
+ * its call waits up to USAGE_BATCH_MS (200 ms) for others. Callers that answer their client
+ * only after the record (transcription, voice design) are written at once. At 30+
+ * syntheses a second a statement per call was the platform's largest cost per synthesis
+ * after the socket writes (the embedded store runs in the platform's process); a batch
+ * costs little more than one row, and the credit check reads a cached answer up to 2 s old
+ * anyway. A failed batch is retried row by row, so one bad row loses only itself.
+ * `flushUsage` writes what waits (the speech module calls it at shutdown).
  */
 export async function recordUsage(
   sql: Sql,
   u: { teamId: string; kind: UsageKind; amount: number; model: string },
   log?: Logger,
+  opts: { later?: boolean } = {},
 ): Promise<UsageRow | undefined> {
   if (!(u.amount > 0)) return undefined;
   let batcher = batchers.get(sql);
   if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
-  return batcher.add({ ...u, costMicros: costMicros(u.kind, u.model, u.amount) }, log);
+  return batcher.add({ ...u, costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
 }
 
 /** Rows per statement at most. */
@@ -75,10 +78,12 @@ class UsageBatcher {
   private timer: NodeJS.Timeout | null = null;
   constructor(private readonly sql: Sql) {}
 
-  add(u: NewUsage, log?: Logger): Promise<UsageRow | undefined> {
+  add(u: NewUsage, log: Logger | undefined, later: boolean): Promise<UsageRow | undefined> {
     return new Promise((resolve) => {
       this.queue.push({ u, log, resolve });
-      if (!this.writing && !this.timer) this.timer = setTimeout(() => void this.flush(), USAGE_BATCH_MS).unref();
+      if (this.writing) return; // goes with the next statement
+      if (!later) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), USAGE_BATCH_MS).unref();
     });
   }
 
