@@ -23,14 +23,16 @@ export interface EncoderOptions {
 /**
  * A streaming encoder. `push` takes mono s16 PCM at `inputSampleRateHz` and returns the
  * bytes ready now (possibly none); `end` flushes and returns the rest. Returned chunks are
- * new memory the caller may keep; the input array may be reused as soon as `push` returns.
+ * memory the caller may keep; the input array may be reused as soon as `push` returns,
+ * unless the caller passes `owned` (it gives the array away: WAV and PCM then send it
+ * without a copy).
  * Headers (WAV, Ogg Opus) come out of the first `push` (or `end`, if nothing was pushed).
  */
 export interface AudioEncoder {
   readonly contentType: string;
   readonly format: OutputFormat;
   readonly sampleRateHz: number;
-  push(pcm: Int16Array): Uint8Array[];
+  push(pcm: Int16Array, owned?: boolean): Uint8Array[];
   end(): Uint8Array[];
 }
 
@@ -102,9 +104,9 @@ export async function createEncoder(opts: EncoderOptions): Promise<AudioEncoder>
     contentType: contentTypeFor(format, sampleRateHz),
     format,
     sampleRateHz,
-    push(pcm) {
+    push(pcm, owned = false) {
       if (ended) throw new Error('encoder ended');
-      return resampler ? sink.push(resampler.push(pcm), true) : sink.push(pcm, false);
+      return resampler ? sink.push(resampler.push(pcm), true) : sink.push(pcm, owned);
     },
     end() {
       if (ended) return [];

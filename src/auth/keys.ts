@@ -4,7 +4,7 @@ import { newId } from '../ids.ts';
 import type { Principal } from './principal.ts';
 import type { Sql } from '../store/db.ts';
 import type { SharedState } from '../state/types.ts';
-import { findKeyByHash, insertKey, type ApiKeyRow } from './store-keys.ts';
+import { findKeyByHash, insertKey, type ApiKeyRow, type KeyLookup } from './store-keys.ts';
 
 /** 32 random bytes, base64url, behind a recognisable prefix. */
 export function generateKey(): string {
@@ -40,10 +40,15 @@ export async function announceAuthChange(state: SharedState): Promise<void> {
  * 2 s) so hot paths do not query per request. A revoke or beta change through this server
  * clears it at once; one made elsewhere (another worker or node, the CLI on Postgres with
  * `REDIS_URL`) clears it when its `auth:changed` message arrives (`listen`); `cacheMs` bounds
- * the rest (a lost message, expiry). Unknown keys are never cached.
+ * the rest (a lost message, expiry). A key used past half of that is re-read in the background
+ * while its cached answer still serves, so a key in steady use never makes a request wait for
+ * the store (an answer is never older than `cacheMs`; a read begun before a clear is not
+ * cached). Unknown keys are never cached.
  */
 export class KeyVerifier {
-  private cache = new Map<string, { p: Principal; expiresAt: Date | null; until: number }>();
+  private cache = new Map<string, { p: Principal; expiresAt: Date | null; until: number; refreshing?: boolean }>();
+  /** Bumped by `clear`: a store read begun before a clear must not refill the cache. */
+  private generation = 0;
 
   constructor(private readonly sql: Sql, private readonly cacheMs = 2000) {}
 
@@ -53,20 +58,34 @@ export class KeyVerifier {
     const hit = this.cache.get(hash);
     if (hit && hit.until > now) {
       if (hit.expiresAt && hit.expiresAt.getTime() <= now) throw new ServiceError('unauthenticated', messages.expired);
+      if (!hit.refreshing && hit.until - now < this.cacheMs / 2) {
+        hit.refreshing = true;
+        this.load(hash, Date.now()).then(
+          () => (hit.refreshing = false),
+          () => (hit.refreshing = false), // the entry runs out on its own; the next request reads again
+        );
+      }
       return hit.p;
     }
+    const row = await this.load(hash, now);
+    if (!row) throw new ServiceError('unauthenticated', messages.invalid);
+    if (row.expires_at && row.expires_at.getTime() <= now) throw new ServiceError('unauthenticated', messages.expired);
+    return { teamId: row.team_id, keyId: row.id, betaAccess: row.beta_access };
+  }
+
+  /** Reads a key and caches a usable one (forgets a revoked or unknown one). */
+  private async load(hash: string, now: number): Promise<KeyLookup | undefined> {
+    const generation = this.generation;
     const row = await findKeyByHash(this.sql, hash);
     if (!row || row.revoked_at) {
       this.cache.delete(hash);
-      throw new ServiceError('unauthenticated', messages.invalid);
+      return undefined;
     }
-    if (row.expires_at && row.expires_at.getTime() <= now) throw new ServiceError('unauthenticated', messages.expired);
-    const p: Principal = { teamId: row.team_id, keyId: row.id, betaAccess: row.beta_access };
-    if (this.cacheMs > 0) {
+    if (this.cacheMs > 0 && generation === this.generation) {
       if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, { p, expiresAt: row.expires_at, until: now + this.cacheMs });
+      this.cache.set(hash, { p: { teamId: row.team_id, keyId: row.id, betaAccess: row.beta_access }, expiresAt: row.expires_at, until: now + this.cacheMs });
     }
-    return p;
+    return row;
   }
 
   /** Clears the cache on every `auth:changed` message and whenever messages may have been lost. */
@@ -77,6 +96,7 @@ export class KeyVerifier {
 
   /** Forget cached verifications (after a revoke on this node, or a beta change). */
   clear(): void {
+    this.generation++;
     this.cache.clear();
   }
 }

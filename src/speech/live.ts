@@ -197,7 +197,7 @@ export class LiveSession {
     tts.stats[r.outcome]++;
     if (r.outcome === 'done') {
       p.span.end();
-      void recordUsage(tts.deps.sql, { teamId: this.caller.teamId, kind: 'tts_characters', amount: this.characters, model: p.req.model }, tts.deps.log);
+      void recordUsage(tts.deps.sql, { teamId: this.caller.teamId, kind: 'tts_characters', amount: this.characters, model: p.req.model }, tts.deps.log, { later: true });
       this.finish({ event: 'finish', reason: 'stop' }, 1000, 'stop');
     } else if (r.outcome === 'cancelled') {
       p.span.end({ status: 499, message: 'client closed' });

@@ -7,7 +7,7 @@ import { SpeechConcurrency } from './concurrency.ts';
 import { mountLiveRoute } from './live.ts';
 import { mountTtsRoutes } from './tts-routes.ts';
 import { TtsService } from './tts.ts';
-import { CreditGate, recordUsage } from './usage.ts';
+import { CreditGate, flushUsage, recordUsage } from './usage.ts';
 
 /**
  * The speech API: synthesis (/v1/tts, /v1/tts/stream/with-timestamp, wss /v1/tts/live) and
@@ -20,6 +20,7 @@ export const speechModule = defineModule({
   start({ http, config, log, sql, state, inference, authenticate }, onClose) {
     const tracing = startTracing({ config: config.tracing });
     onClose(() => tracing.shutdown());
+    onClose(() => flushUsage(sql)); // usage waiting for its batch (runs before the store closes)
     const speechConcurrency = new SpeechConcurrency({ state, sql, log, override: config.speechConcurrency });
     onClose(() => speechConcurrency.close());
     const tts = new TtsService({

@@ -132,8 +132,9 @@ export class TtsService {
         this.stats.chunksReceived++;
         this.stats.audioBytesReceived += chunk.audio.length;
         state.encoder ??= await this.encoderFor(p.req, chunk.sampleRateHz || p.req.sampleRateHz);
+        // The chunk's audio is this call's own (a decoded gRPC message): the encoder may keep it.
         const pcm = pcmBytesToInt16(chunk.audio);
-        yield { chunk, bytes: join(pcm.length ? state.encoder.push(pcm) : []) };
+        yield { chunk, bytes: join(pcm.length ? state.encoder.push(pcm, true) : []) };
       }
     } finally {
       call.span.end();
@@ -173,7 +174,7 @@ export class TtsService {
     this.stats[r.outcome]++;
     if (r.outcome === 'done') {
       p.span.end();
-      void recordUsage(this.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, this.deps.log);
+      void recordUsage(this.deps.sql, { teamId: caller.teamId, kind: 'tts_characters', amount: p.req.characters, model: p.req.model }, this.deps.log, { later: true });
       return 'done';
     }
     if (r.outcome === 'cancelled') {

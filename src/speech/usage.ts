@@ -11,7 +11,7 @@
 import { ServiceError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { creditOf, insertUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
+import { creditOf, insertUsages, type NewUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
 
 export type { UsageKind } from '../usage/store.ts';
 
@@ -31,39 +31,121 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
 /**
  * Records one call's usage and settles it against credit. Never throws: a failure is
  * logged (when `log` is given) and reported as undefined.
+ *
+ * Calls are written in batches, one statement per batch (`insertUsages`): calls made while
+ * a statement runs go together in the next one, and a caller that does not wait for the
+ * answer passes `later` (the synthesis paths: usage is recorded after the response ended):
+ * its call waits up to USAGE_BATCH_MS (200 ms) for others. Callers that answer their client
+ * only after the record (transcription, voice design) are written at once. At 30+
+ * syntheses a second a statement per call was the platform's largest cost per synthesis
+ * after the socket writes (the embedded store runs in the platform's process); a batch
+ * costs little more than one row, and the credit check reads a cached answer up to 2 s old
+ * anyway. A failed batch is retried row by row, so one bad row loses only itself.
+ * `flushUsage` writes what waits (the speech module calls it at shutdown).
  */
 export async function recordUsage(
   sql: Sql,
   u: { teamId: string; kind: UsageKind; amount: number; model: string },
   log?: Logger,
+  opts: { later?: boolean } = {},
 ): Promise<UsageRow | undefined> {
-  try {
-    if (!(u.amount > 0)) return undefined;
-    return await insertUsage(sql, { ...u, costMicros: costMicros(u.kind, u.model, u.amount) });
-  } catch (err) {
-    log?.warn({ err, teamId: u.teamId, kind: u.kind }, 'usage recording failed');
-    return undefined;
+  if (!(u.amount > 0)) return undefined;
+  let batcher = batchers.get(sql);
+  if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
+  return batcher.add({ ...u, costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
+}
+
+/** Rows per statement at most. */
+const MAX_BATCH = 200;
+/** How long a recorded call waits for others before its statement starts. */
+export const USAGE_BATCH_MS = 200;
+const batchers = new WeakMap<Sql, UsageBatcher>();
+
+/** Writes the usage waiting for a batch now; resolves when everything recorded so far is written. */
+export async function flushUsage(sql: Sql): Promise<void> {
+  await batchers.get(sql)?.flush();
+}
+
+interface Pending {
+  u: NewUsage;
+  log?: Logger;
+  resolve(row: UsageRow | undefined): void;
+}
+
+class UsageBatcher {
+  private queue: Pending[] = [];
+  private writing: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  constructor(private readonly sql: Sql) {}
+
+  add(u: NewUsage, log: Logger | undefined, later: boolean): Promise<UsageRow | undefined> {
+    return new Promise((resolve) => {
+      this.queue.push({ u, log, resolve });
+      if (this.writing) return; // goes with the next statement
+      if (!later) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), USAGE_BATCH_MS).unref();
+    });
+  }
+
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.writing) await this.writing;
+    if (!this.queue.length) return;
+    this.writing = this.write().finally(() => (this.writing = null));
+    await this.writing;
+  }
+
+  private async write(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        const rows = await insertUsages(this.sql, batch.map((p) => p.u));
+        batch.forEach((p, i) => p.resolve(rows[i]));
+      } catch (err) {
+        if (batch.length === 1) this.failed(batch[0]!, err);
+        else for (const p of batch) await insertUsages(this.sql, [p.u]).then((rows) => p.resolve(rows[0]), (e: unknown) => this.failed(p, e));
+      }
+    }
+  }
+
+  private failed(p: Pending, err: unknown): void {
+    p.log?.warn({ err, teamId: p.u.teamId, kind: p.u.kind }, 'usage recording failed');
+    p.resolve(undefined);
   }
 }
 
 /**
  * Refuses calls from a team with no credit left (402). The answer is cached per team for
- * `cacheMs` so the hot path does not query the store on every request.
+ * `cacheMs` so the hot path does not query the store on every request; a team calling past
+ * half of that has its credit re-read in the background while the cached answer serves, so
+ * steady traffic never waits for the store (an answer is still never older than `cacheMs`).
  */
 export class CreditGate {
-  private cache = new Map<string, { ok: boolean; until: number }>();
+  private cache = new Map<string, { ok: boolean; until: number; refreshing?: boolean }>();
   constructor(private readonly sql: Sql, private readonly cacheMs = 2000) {}
 
   async ensure(teamId: string): Promise<void> {
     const now = Date.now();
     let hit = this.cache.get(teamId);
-    if (!hit || hit.until <= now) {
-      const credit = await creditOf(this.sql, teamId);
-      hit = { ok: credit !== undefined && credit > 0n, until: now + this.cacheMs };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(teamId, hit);
+    if (!hit || hit.until <= now) hit = await this.load(teamId, now);
+    else if (!hit.refreshing && hit.until - now < this.cacheMs / 2) {
+      const h = hit;
+      h.refreshing = true;
+      this.load(teamId, now).then(
+        () => (h.refreshing = false),
+        () => (h.refreshing = false), // the entry runs out on its own; the next call reads again
+      );
     }
     if (!hit.ok) throw new ServiceError('payment_required', 'Out of API credit');
+  }
+
+  private async load(teamId: string, now: number): Promise<{ ok: boolean; until: number }> {
+    const credit = await creditOf(this.sql, teamId);
+    const entry = { ok: credit !== undefined && credit > 0n, until: now + this.cacheMs };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(teamId, entry);
+    return entry;
   }
 
   /** Forget a team's cached answer (after its credit changed on this node). */

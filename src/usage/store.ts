@@ -18,20 +18,38 @@ export interface UsageRow {
  * entry. One statement (data-modifying CTEs), so it is atomic without an explicit
  * transaction (which the embedded PGlite store interleaves badly with other connections).
  */
-export async function insertUsage(sql: Sql, u: { teamId: string; kind: UsageKind; model: string; amount: number; costMicros: bigint }): Promise<UsageRow> {
-  const cost = u.costMicros.toString();
-  const [row] = await sql<UsageRow[]>`
+export async function insertUsage(sql: Sql, u: NewUsage): Promise<UsageRow> {
+  return (await insertUsages(sql, [u]))[0]!;
+}
+
+export interface NewUsage {
+  teamId: string;
+  kind: UsageKind;
+  model: string;
+  amount: number;
+  costMicros: bigint;
+}
+
+/**
+ * `insertUsage` for several calls in one statement: a row and a ledger entry per call, one
+ * debit per team (the sum). Rows come back in the order given.
+ */
+export async function insertUsages(sql: Sql, list: NewUsage[]): Promise<UsageRow[]> {
+  if (list.length === 0) return [];
+  const values = list.map((u) => ({ team_id: u.teamId, kind: u.kind, model: u.model, amount: u.amount, cost_micros: u.costMicros.toString() }));
+  const rows = await sql<UsageRow[]>`
     with u as (
-      insert into usage (team_id, kind, model, amount, cost_micros)
-      values (${u.teamId}, ${u.kind}, ${u.model}, ${u.amount}, ${cost}) returning *
+      insert into usage ${sql(values as never, 'team_id', 'kind', 'model', 'amount', 'cost_micros')} returning *
+    ), s as (
+      select team_id, sum(cost_micros) as total from u where cost_micros > 0 group by team_id
     ), t as (
-      update teams set credit_micros = credit_micros - u.cost_micros from u where teams.id = u.team_id and u.cost_micros > 0 returning teams.id
+      update teams set credit_micros = credit_micros - s.total from s where teams.id = s.team_id returning teams.id
     ), l as (
       insert into credit_ledger (team_id, amount_micros, reason, ref)
-      select team_id, -cost_micros, 'usage', 'usage:' || id from u where cost_micros > 0 returning id
+      select team_id, -cost_micros, 'usage', 'usage:' || id from u where cost_micros > 0 order by id returning id
     )
-    select * from u`;
-  return row!;
+    select * from u order by id`;
+  return rows;
 }
 
 /** A team's usage rows, newest first. */

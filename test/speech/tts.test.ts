@@ -6,6 +6,7 @@ import { Session, TTSRequest } from 'fish-audio-sdk';
 import { pack } from 'msgpackr';
 import { startTestServer } from '../helpers/server.ts';
 import { collect, heard, MAGIC } from './tts-helpers.ts';
+import { recordUsage } from '../../src/speech/usage.ts';
 
 const app = await startTestServer({ backend: 'synthetic' });
 t.teardown(() => app.close());
@@ -192,6 +193,28 @@ t.test('a team without credit gets 402; usage is recorded and settled after a sy
   const ledger = await sql`select amount_micros, reason from credit_ledger where team_id = ${rich.teamId} and reason = 'usage'`;
   t.equal(ledger.length, 1, 'one ledger entry');
   t.equal(Number(ledger[0]!.amount_micros), -text.length * 15);
+});
+
+t.test('usage recorded at once is written together: a row and a ledger entry per call, the credit debited by the sum', async (t) => {
+  const a = await app.newTeam({ creditMicros: 1_000_000n });
+  const b = await app.newTeam({ creditMicros: 1_000_000n });
+  const calls = [
+    { teamId: a.teamId, amount: 10 },
+    { teamId: b.teamId, amount: 7 },
+    { teamId: a.teamId, amount: 20 },
+    { teamId: a.teamId, amount: 30 },
+    { teamId: b.teamId, amount: 0 }, // nothing to record
+  ];
+  const sql = app.db.sql;
+  const rows = await Promise.all(calls.map((c) => recordUsage(sql, { ...c, kind: 'tts_characters', model: 's2.1-pro' })));
+  t.same(rows.map((r) => (r ? Number(r.amount) : null)), [10, 7, 20, 30, null], 'each call gets its own row back');
+  const credit = async (teamId: string) => Number((await sql`select credit_micros from teams where id = ${teamId}`)[0]!.credit_micros);
+  t.equal(await credit(a.teamId), 1_000_000 - 60 * 15, 'team a debited by the sum of its three calls');
+  t.equal(await credit(b.teamId), 1_000_000 - 7 * 15);
+  const ledger = await sql`select amount_micros from credit_ledger where team_id = ${a.teamId} and reason = 'usage' order by id`;
+  t.same(ledger.map((l) => Number(l.amount_micros)), [-150, -300, -450], 'one ledger entry per call');
+  const usage = await sql`select amount from usage where team_id = ${b.teamId}`;
+  t.same(usage.map((u) => Number(u.amount)), [7]);
 });
 
 t.test('reference_id: a stored voice of the team synthesizes; another team’s private voice is 400 Reference not found', async (t) => {

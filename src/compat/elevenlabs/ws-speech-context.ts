@@ -141,7 +141,7 @@ export class SpeechContext {
     if (outcome === 'done') p.span.end();
     else p.span.end(error ?? { status: 499, message: 'client closed' });
     if (this.synthesized > 0) {
-      void recordUsage(this.o.tts.deps.sql, { teamId: this.o.caller.teamId, kind: 'tts_characters', amount: this.synthesized, model: p.req.model }, this.o.tts.deps.log);
+      void recordUsage(this.o.tts.deps.sql, { teamId: this.o.caller.teamId, kind: 'tts_characters', amount: this.synthesized, model: p.req.model }, this.o.tts.deps.log, { later: true });
     }
   }
 
