@@ -33,7 +33,13 @@ t.test('usage and ledger follow what the team did: speech, a session, a phone nu
   await caller.convo.hangup();
   await sessionRecord(app, session.session_id);
 
-  const usage = await app.req('GET', '/v1/usage');
+  // Synthesis usage is written in batches (up to 200 ms later, docs/api/usage-wallet.md): read
+  // until it shows, as a client polling its usage would.
+  let usage = await app.req('GET', '/v1/usage');
+  for (let i = 0; i < 50 && usage.status === 200 && !usage.body.days.some((d: any) => d.kind === 'tts_characters'); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    usage = await app.req('GET', '/v1/usage');
+  }
   t.equal(usage.status, 200, usage.text);
   t.equal(usage.body.to, today());
   const kinds = Object.fromEntries(usage.body.days.map((d: any) => [d.kind, d]));
