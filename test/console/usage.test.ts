@@ -6,6 +6,8 @@ t.test('credit, usage by day and kind, ledger', { skip: browserSkip }, async (t)
   const rig = await startConsole(t);
   const { page, app } = rig;
   t.equal((await app.req('POST', '/v1/tts', { text: 'hello there', format: 'wav' })).status, 200);
+  // Synthesis usage lands in batches (up to 200 ms later): read until it shows, as a user would.
+  for (let i = 0; i < 50 && !(await app.req('GET', '/v1/usage')).body.days.some((d: { kind: string }) => d.kind === 'tts_characters'); i++) await new Promise((r) => setTimeout(r, 100));
   const available = (await app.req('GET', '/v1/agent/available-phone-numbers')).body.available_phone_numbers;
   t.equal((await app.req('POST', '/v1/agent/phone-numbers', { phone_number: available[0].phone_number, provider: 'sandbox' })).status, 201);
   const credit = (await app.req('GET', '/v1/team')).body.credit as number;

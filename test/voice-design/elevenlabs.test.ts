@@ -7,6 +7,7 @@ import { decodeAudio } from '../../src/audio/index.ts';
 import { AUTO_TEXT, DEFAULT_VOICE_HZ, previewHz, startVoiceLibrary } from '../fixtures/elevenlabs-voice-library.ts';
 import { medianF0 } from '../helpers/pitch.ts';
 import { startTestServer } from '../helpers/server.ts';
+import { flushUsage } from '../../src/speech/usage.ts';
 
 const KEY = 'xi-voice-library-secret';
 const library = await startVoiceLibrary();
@@ -61,6 +62,7 @@ t.test('a server of the kind without voice design: UNIMPLEMENTED, a clear 400, n
   library.noDesign = true;
   t.teardown(() => { library.noDesign = false; });
   const credit = async () => (await app.db.sql<{ c: string }[]>`select credit_micros::text as c from teams where id = ${app.teamId}`)[0]!.c;
+  await flushUsage(app.db.sql); // the earlier tests' synthesis usage, written in batches, is billed first
   const before = await credit();
   const r = await app.req('POST', '/v1/voice-design', { instruction: 'A sassy squeaky mouse' }, { model: 'voice-design-1' });
   t.same([r.status, r.body?.message], [400, 'Voice design is not supported by the inference backend: the ElevenLabs-style speech provider does not offer it (HTTP 404 on /v1/text-to-voice/design)']);
