@@ -11,9 +11,9 @@ import { mkdir, open, readFile, rm, rmdir, type FileHandle } from 'node:fs/promi
 import { dirname, join } from 'node:path';
 import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { WAV_HEADER_BYTES, wavHeader } from '../audio/index.ts';
-import { isConnectionError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
+import { untilStored } from '../store/retry.ts';
 import { finishRecordingTrack, insertRecordingTracks } from './store.ts';
 import { S3Error, type S3Client } from './s3.ts';
 
@@ -248,7 +248,12 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
     })();
   };
   const tracks = new Map(TRACK_ROLES.map((role) => [role, new Track(join(o.dir, trackKey(sessionId, role)), startedAt, stop)]));
-  const stored = <T>(write: () => Promise<T>) => untilStored(write, o.log, sessionId);
+  // A row written while the store is unreachable is retried (`untilStored`, src/store/retry.ts:
+  // 250 ms doubling to 5 s, for up to 10 minutes), warned once, as the session's own record is;
+  // it was given up at once, leaving the tracks of a session that started or ended during the
+  // outage unregistered or unsettled. The writes are idempotent. Other failures throw at once.
+  const stored = <T>(write: () => Promise<T>) =>
+    untilStored(write, { onUnreachable: (err) => o.log.warn({ err, sessionId }, 'recording not stored yet: the store is unreachable, retrying') });
   const registered = stored(() => insertRecordingTracks(o.sql, sessionId, TRACK_ROLES.map((role) => ({ role, storage, objectKey: trackKey(sessionId, role) }))));
   registered.catch((err) => o.log.error({ err, sessionId }, 'recording tracks not registered'));
   let finishing: Promise<void> | null = null;
@@ -288,29 +293,3 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
   };
 }
 
-/** How long a recording's store writes wait out an unreachable store, and their backoff. */
-const STORE_RETRY = { forMs: 10 * 60_000, firstMs: 250, maxMs: 5000 };
-
-/**
- * A recording's row written while the store is unreachable (a restart, a cut: a connection
- * error) is retried with backoff (250 ms doubling to 5 s) for up to 10 minutes, warned once,
- * as the session's own record is (`src/sessions/record-writer.ts`); before, it was given up at
- * once with an error log, leaving the tracks of a session that started or ended during the
- * outage unregistered or unsettled. The writes are idempotent. Other failures throw at once.
- */
-async function untilStored<T>(write: () => Promise<T>, log: Logger, sessionId: string): Promise<T> {
-  const giveUpAt = Date.now() + STORE_RETRY.forMs;
-  let delay = STORE_RETRY.firstMs;
-  let warned = false;
-  for (;;) {
-    try {
-      return await write();
-    } catch (err) {
-      if (!isConnectionError(err) || Date.now() + delay > giveUpAt) throw err;
-      if (!warned) log.warn({ err, sessionId }, 'recording not stored yet: the store is unreachable, retrying');
-      warned = true;
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, STORE_RETRY.maxMs);
-    }
-  }
-}

@@ -20,7 +20,7 @@ export const speechModule = defineModule({
   start({ http, config, log, sql, state, inference, authenticate }, onClose) {
     const tracing = startTracing({ config: config.tracing });
     onClose(() => tracing.shutdown());
-    onClose(() => flushUsage(sql)); // usage waiting for its batch (runs before the store closes)
+    onClose(() => flushUsage(sql, config.drainTimeoutMs)); // usage waiting for its batch or the store (runs before the store closes)
     const speechConcurrency = new SpeechConcurrency({ state, sql, log, override: config.speechConcurrency });
     onClose(() => speechConcurrency.close());
     const tts = new TtsService({

@@ -8,9 +8,11 @@
  * synthesis 15 per character ($15 per million characters; `s2.1-pro-free` is free),
  * transcription 100 per second ($0.36 per hour), voice design 10,000 per successful call ($0.01).
  */
-import { ServiceError } from '../errors.ts';
+import { isConnectionError, ServiceError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
+import { STORE_RETRY, untilStored } from '../store/retry.ts';
 import { creditOf, insertUsages, type NewUsage, type UsageKind, type UsageRow } from '../usage/store.ts';
 
 export type { UsageKind } from '../usage/store.ts';
@@ -41,7 +43,14 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
  * after the socket writes (the embedded store runs in the platform's process); a batch
  * costs little more than one row, and the credit check reads a cached answer up to 2 s old
  * anyway. A failed batch is retried row by row, so one bad row loses only itself.
- * `flushUsage` writes what waits (the speech module calls it at shutdown).
+ *
+ * While the store is unreachable (a restart, a cut: `isConnectionError`) a batch is retried
+ * with backoff (250 ms doubling to 5 s, `untilStored`) for up to 10 minutes after its oldest
+ * call, and what is recorded meanwhile waits behind it; nobody waits for the answer then (the
+ * call resolves undefined at once). A retry cannot bill twice: each call gets its `ref` before
+ * the first attempt and `insertUsages` skips the refs already stored (a statement that
+ * committed as its connection dropped). `flushUsage` writes what waits (the speech module calls
+ * it at shutdown, with the drain time).
  */
 export async function recordUsage(
   sql: Sql,
@@ -52,23 +61,38 @@ export async function recordUsage(
   if (!(u.amount > 0)) return undefined;
   let batcher = batchers.get(sql);
   if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
-  return batcher.add({ ...u, costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
+  return batcher.add({ ...u, ref: newId('use'), costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
 }
 
 /** Rows per statement at most. */
 const MAX_BATCH = 200;
 /** How long a recorded call waits for others before its statement starts. */
 export const USAGE_BATCH_MS = 200;
+/** How long a call's record is retried while the store is unreachable, from when it was recorded. */
+const USAGE_RETRY_MS = STORE_RETRY.forMs;
 const batchers = new WeakMap<Sql, UsageBatcher>();
 
-/** Writes the usage waiting for a batch now; resolves when everything recorded so far is written. */
-export async function flushUsage(sql: Sql): Promise<void> {
-  await batchers.get(sql)?.flush();
+/**
+ * Writes the usage waiting for a batch now; resolves when everything recorded so far is written
+ * or, after `timeoutMs` (shutdown: the drain time), when what the store has not taken by then is
+ * given up (logged as an error with its count and cost).
+ */
+export async function flushUsage(sql: Sql, timeoutMs = 10_000): Promise<void> {
+  const batcher = batchers.get(sql);
+  if (!batcher) return;
+  const flushed = batcher.flush();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([flushed, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+  clearTimeout(timer);
+  batcher.stop();
+  await flushed;
 }
 
 interface Pending {
   u: NewUsage;
   log?: Logger;
+  /** When the call was recorded (its record is retried for USAGE_RETRY_MS from then). */
+  at: number;
   resolve(row: UsageRow | undefined): void;
 }
 
@@ -76,11 +100,15 @@ class UsageBatcher {
   private queue: Pending[] = [];
   private writing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** The store was found unreachable and has taken no batch since: nobody waits for a record. */
+  private unreachable = false;
+  private readonly stopping = new AbortController();
   constructor(private readonly sql: Sql) {}
 
   add(u: NewUsage, log: Logger | undefined, later: boolean): Promise<UsageRow | undefined> {
     return new Promise((resolve) => {
-      this.queue.push({ u, log, resolve });
+      this.queue.push({ u, log, at: Date.now(), resolve });
+      if (this.unreachable) resolve(undefined); // written once the store is back
       if (this.writing) return; // goes with the next statement
       if (!later) void this.flush();
       else this.timer ??= setTimeout(() => void this.flush(), USAGE_BATCH_MS).unref();
@@ -96,22 +124,60 @@ class UsageBatcher {
     await this.writing;
   }
 
+  /** Stops waiting for the store (shutdown): a batch it cannot take now is given up. */
+  stop(): void {
+    this.stopping.abort();
+  }
+
   private async write(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
-        const rows = await insertUsages(this.sql, batch.map((p) => p.u));
+        const rows = await this.store(batch);
         batch.forEach((p, i) => p.resolve(rows[i]));
       } catch (err) {
-        if (batch.length === 1) this.failed(batch[0]!, err);
-        else for (const p of batch) await insertUsages(this.sql, [p.u]).then((rows) => p.resolve(rows[0]), (e: unknown) => this.failed(p, e));
+        if (isConnectionError(err)) this.lost(this.stopping.signal.aborted ? batch.concat(this.queue.splice(0)) : batch, err);
+        else if (batch.length === 1) this.failed(batch[0]!, err);
+        else {
+          for (const p of batch) {
+            await this.store([p]).then((rows) => p.resolve(rows[0]), (e: unknown) => (isConnectionError(e) ? this.lost([p], e) : this.failed(p, e)));
+          }
+        }
       }
     }
+  }
+
+  /**
+   * One statement, retried while the store is unreachable (idempotent: each call's `ref`);
+   * while it waits, the callers of its calls and of those queued behind it are answered at
+   * once (undefined).
+   */
+  private async store(batch: Pending[]): Promise<(UsageRow | undefined)[]> {
+    const log = batch.find((p) => p.log)?.log;
+    const rows = await untilStored(() => insertUsages(this.sql, batch.map((p) => p.u)), {
+      giveUpAt: batch[0]!.at + USAGE_RETRY_MS,
+      signal: this.stopping.signal,
+      onUnreachable: (err) => {
+        if (!this.unreachable) log?.warn({ err: String(err) }, 'usage waits for the store');
+        this.unreachable = true;
+        for (const p of [...batch, ...this.queue]) p.resolve(undefined); // and what queued behind it
+      },
+    });
+    if (this.unreachable) log?.info({ records: batch.length }, 'usage written after the store came back');
+    this.unreachable = false;
+    return rows;
   }
 
   private failed(p: Pending, err: unknown): void {
     p.log?.warn({ err, teamId: p.u.teamId, kind: p.u.kind }, 'usage recording failed');
     p.resolve(undefined);
+  }
+
+  /** The store stayed unreachable (10 minutes, or until shutdown): these calls are not billed. */
+  private lost(list: Pending[], err: unknown): void {
+    const costMicros = list.reduce((sum, p) => sum + p.u.costMicros, 0n);
+    list.find((p) => p.log)?.log?.error({ err: String(err), records: list.length, costMicros: costMicros.toString() }, 'usage not recorded: the store stayed unreachable');
+    for (const p of list) p.resolve(undefined);
   }
 }
 
