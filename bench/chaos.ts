@@ -3,7 +3,7 @@
  * webhooks run against one platform node while a fault is injected; prints one JSON object
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
- *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -22,6 +22,10 @@
  * - `redis` (needs REDIS_URL): the node's Redis connections go through the proxy, cut for
  *   `--cut` seconds; when it is restored the node's keys are deleted, as a Redis restarted
  *   without persistence would have lost them. `redis-blackhole`: silent instead, keys kept.
+ * - `redis-restart` (needs REDIS_URL on this machine, and `redis-cli` / `redis-server` on the
+ *   PATH): the real Redis is shut down (`SHUTDOWN NOSAVE`: every key of every user of that
+ *   Redis is lost) and started again `--cut` seconds later without persistence, as the
+ *   development machine runs it. For a development machine only: never against a shared Redis.
  *
  * Single-use tokens (every fault): besides the callers, a joiner creates a session every
  * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
@@ -31,7 +35,7 @@
  * With DATABASE_URL / REDIS_URL the node uses Postgres / Redis; otherwise the embedded defaults.
  * The load (callers, synthesis clients, the webhook receiver) runs in a child process.
  */
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
@@ -272,23 +276,24 @@ async function load() {
 
 async function main() {
   const fault = process.argv.includes('--fault') ? process.argv[process.argv.indexOf('--fault') + 1] : 'backend';
-  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole'];
+  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole', 'redis-restart'];
   if (!faults.includes(fault!)) throw new Error(`unknown fault ${fault} (${faults.join(', ')})`);
   const dependency = fault!.startsWith('postgres') ? 'postgres' : fault!.startsWith('redis') ? 'redis' : null;
   const silent = fault!.endsWith('-blackhole');
+  const restart = fault === 'redis-restart';
   if (dependency === 'postgres' && !process.env.DATABASE_URL) throw new Error(`--fault ${fault} needs DATABASE_URL`);
   if (dependency === 'redis' && !process.env.REDIS_URL) throw new Error(`--fault ${fault} needs REDIS_URL`);
   const cutS = arg('cut', 5);
   // `postgres*` / `redis*`: the node reaches the dependency through a proxy the fault cuts (or
   // silences) for `--cut` seconds.
   const target = dependency === 'postgres' ? new URL(process.env.DATABASE_URL!) : dependency === 'redis' ? new URL(process.env.REDIS_URL!) : null;
-  const proxy = target ? await startTcpProxy({ host: target.hostname, port: Number(target.port || (dependency === 'postgres' ? 5432 : 6379)) }) : null;
+  const proxy = target && !restart ? await startTcpProxy({ host: target.hostname, port: Number(target.port || (dependency === 'postgres' ? 5432 : 6379)) }) : null;
   const viaProxy = proxy && target ? Object.assign(new URL(target), { host: proxy.address }).toString() : undefined;
   const databaseUrl = dependency === 'postgres' ? viaProxy : process.env.DATABASE_URL;
-  const redisUrl = dependency === 'redis' ? viaProxy : process.env.REDIS_URL;
+  const redisUrl = dependency === 'redis' && proxy ? viaProxy : process.env.REDIS_URL;
   const statePrefix = `chaos_${randomBytes(4).toString('hex')}:`;
   const dbSchema = process.env.DATABASE_URL ? `chaos_${randomBytes(4).toString('hex')}` : undefined;
-  const direct = dependency === 'redis' ? new Redis(process.env.REDIS_URL!) : null;
+  const direct = dependency === 'redis' && !restart ? new Redis(process.env.REDIS_URL!) : null;
   const sessions = arg('sessions', 100);
   const streams = arg('streams', 20);
   const seconds = arg('seconds', 30);
@@ -378,6 +383,25 @@ async function main() {
       await proxy.restore();
       restoredAt = Date.now();
     });
+  } else if (restart && target) {
+    // The real Redis: shut down without saving, started again after the cut.
+    const host = target.hostname, port = target.port || '6379';
+    try {
+      execFileSync('redis-cli', ['-h', host, '-p', port, 'shutdown', 'nosave'], { stdio: 'ignore' });
+    } catch {
+      // redis-cli reports the connection closing under it
+    }
+    void sleep(cutS * 1000).then(async () => {
+      execFileSync('redis-server', ['--daemonize', 'yes', '--bind', host, '--port', port, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      const probe = new Redis({ host, port: Number(port), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+      for (;;) {
+        const ok = await probe.ping().then(() => true, () => false);
+        if (ok) break;
+        await sleep(20);
+      }
+      probe.disconnect();
+      restoredAt = Date.now();
+    });
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
   // `/ready` as a load balancer sees it: each change, ms after the fault began.
@@ -452,6 +476,7 @@ async function main() {
       // On the platform's clock: from a session's recognizer stream breaking to a new one open.
       recognizer_reopened: deafMs.length, deaf_ms: deafMs.length ? { p50: round(percentile(deafMs.sort((x, y) => x - y), 50)), p90: round(percentile(deafMs, 90)), max: deafMs.at(-1) } : null,
     },
+    ...(restart ? { redis: { mode: 'restart', down_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt } } : {}),
     ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
     ready: readyDuring,
     records: { ...records, turns: { ...turns, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
