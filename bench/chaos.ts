@@ -59,9 +59,13 @@ const HUNG_MS = 30_000;
 interface LoadPlan { url: string; key: string; agent: string; joinAgent: string; sessions: number; streams: number }
 interface LoadReport {
   sessions: { created: number; refused: number; endedEarly: number; closeCodes: Record<string, number>; answersAfterFault: number; recoveryMs: number[]; notRecovered: number; errorEvents: number };
-  /** Per caller session: the final transcripts the caller received, by role. */
+  /** Per caller session: the final transcripts with text the caller received, by role. */
   heard: Record<string, { user: number; agent: number }>;
+  /** Per caller session: the final transcripts received, in order ([role, text]). */
+  heardTexts: Record<string, [string, string][]>;
   tokens: { created: number; createdStatus: Record<string, number>; connected: number; connectClose: Record<string, number>; reused: number; reuseAdmitted: number; reuseClose: Record<string, number>; givenBackAdmitted: number; givenBackClose: Record<string, number> };
+  /** Tokens not admitted at first, presented again: session id, first close code, the later one, when (ms since epoch). */
+  retried: { session_id: string; first: number | string; then: number | string; at: number }[];
   tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; failedAfterFault: Record<string, number>; firstMessage: Record<string, string>; slowestAfterFaultMs: number; over5sAfterFault: number; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
   webhooks: { received: number; sessionsEnded: number };
 }
@@ -81,10 +85,12 @@ async function load() {
     tts: { requests: 0, ok: 0, failedBeforeBody: {}, failedAfterFault: {}, firstMessage: {}, slowestAfterFaultMs: 0, over5sAfterFault: 0, cutAfterFirstByte: 0, hung: 0, afterFaultFirstOkMs: null },
     webhooks: { received: 0, sessionsEnded: 0 },
     heard: {},
+    heardTexts: {},
+    retried: [],
     tokens: { created: 0, createdStatus: {}, connected: 0, connectClose: {}, reused: 0, reuseAdmitted: 0, reuseClose: {}, givenBackAdmitted: 0, givenBackClose: {} },
   };
   /** Every token issued, and whether a session was started with it. */
-  const issued: { s: { websocket_url: string; token: string }; admitted: boolean }[] = [];
+  const issued: { s: { websocket_url: string; token: string; session_id: string }; admitted: boolean; first?: number }[] = [];
   const bump = (o: Record<string, number>, k: string | number) => void (o[k] = (o[k] ?? 0) + 1);
   const wsUrl = (s: { websocket_url: string; token: string }) => `${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${encodeURIComponent(s.token)}`;
   /** Connects a token: `started` when the session's first frame arrives, else the close code. */
@@ -119,6 +125,7 @@ async function load() {
     const mine = { s, admitted: false };
     issued.push(mine);
     const heard = (report.heard[s.session_id] = { user: 0, agent: 0 });
+    const texts = (report.heardTexts[s.session_id] = [] as [string, string][]);
     const ws = new WebSocket(wsUrl(s));
     const c: Caller = { ws, pos: -1, speakAt: Date.now() + 1000 + (i * 4000) / plan.sessions, starts: [], heardStart: null, recoveredAt: null, closed: false };
     ws.on('message', (d, bin) => {
@@ -127,8 +134,12 @@ async function load() {
       if (m.type === 'session.started') mine.admitted = true;
       if (m.topic === 'agent-event' && m.type === 'error') report.sessions.errorEvents++;
       if (m.topic !== 'lk.transcription' || !m.final) return;
+      texts.push([m.role, m.text]);
+      // An agent final without text: the reply was cut before a word of it was heard (nothing
+      // said, nothing recorded); counted apart.
       if (m.role === 'user') heard.user++;
-      else heard.agent++;
+      else if (m.text) heard.agent++;
+      else return;
       const now = Date.now();
       if (now < faultAt) return;
       if (m.role === 'user') {
@@ -222,13 +233,13 @@ async function load() {
       bump(report.tokens.createdStatus, r?.status ?? 'network');
       if (r?.status !== 200) return void (await r?.arrayBuffer().catch(() => {}));
       report.tokens.created++;
-      const s = (await r.json()) as { websocket_url: string; token: string };
-      const mine = { s, admitted: false };
+      const s = (await r.json()) as { websocket_url: string; token: string; session_id: string };
+      const mine: (typeof issued)[number] = { s, admitted: false };
       issued.push(mine);
       await sleep(Math.random() * 2000);
       const got = await tryToken(s, 1000);
       if (got === 'started') { report.tokens.connected++; mine.admitted = true; }
-      else bump(report.tokens.connectClose, got);
+      else { bump(report.tokens.connectClose, got); mine.first = got; }
     })());
   }, 250);
 
@@ -262,8 +273,11 @@ async function load() {
           report.tokens.reused++;
           if (got === 'started') report.tokens.reuseAdmitted++;
           else bump(report.tokens.reuseClose, got);
-        } else if (got === 'started') report.tokens.givenBackAdmitted++;
-        else bump(report.tokens.givenBackClose, got);
+        } else {
+          if (got === 'started') report.tokens.givenBackAdmitted++;
+          else bump(report.tokens.givenBackClose, got);
+          if (x.first !== undefined) report.retried.push({ session_id: x.s.session_id, first: x.first, then: got, at: Date.now() });
+        }
       }));
     }
     process.send!({ type: 'report', report });
@@ -450,7 +464,9 @@ async function main() {
     where type = 'message' and session_id in (select id from sessions where agent_id = ${agent}) group by 1, 2`;
   const storedBy = new Map(stored.map((r) => [`${r.session_id}/${r.role}`, Number(r.n)]));
   const turns = { heard: 0, stored: 0, missing: 0, missing_user: 0, missing_agent: 0, sessions_missing: 0 };
-  const missingSessions: { id: string; heard: { user: number; agent: number }; stored: { user: number; agent: number } }[] = [];
+  const missingSessions: { id: string; heard: { user: number; agent: number }; stored: { user: number; agent: number }; heard_texts?: [string, string][]; stored_texts?: [string, string][] }[] = [];
+  let emptyAgentFinals = 0;
+  for (const texts of Object.values(report.heardTexts)) emptyAgentFinals += texts.filter(([r, x]) => r === 'agent' && !x).length;
   for (const [id, h] of Object.entries(report.heard)) {
     const u = storedBy.get(`${id}/user`) ?? 0;
     const a = storedBy.get(`${id}/assistant`) ?? 0;
@@ -461,7 +477,17 @@ async function main() {
     turns.missing_user += Math.max(0, h.user - u);
     turns.missing_agent += Math.max(0, h.agent - a);
     if (miss) turns.sessions_missing++;
-    if (miss && missingSessions.length < 5) missingSessions.push({ id, heard: h, stored: { user: u, agent: a } });
+    if (miss && missingSessions.length < 5) {
+      const rows = await platform.db.sql<{ role: string; content: string }[]>`select payload->>'role' as role, payload->>'content' as content from session_items where session_id = ${id} and type = 'message' order by seq`;
+      missingSessions.push({ id, heard: h, stored: { user: u, agent: a }, heard_texts: report.heardTexts[id], stored_texts: rows.map((r) => [r.role, r.content]) });
+    }
+  }
+  // Tokens refused at first and presented again: what the store says of their sessions.
+  const retriedFates: Record<string, number> = {};
+  for (const x of report.retried) {
+    const [row] = await platform.db.sql<{ status: string; started: boolean; expires_at: Date; node: string | null }[]>`select status, started_at is not null as started, expires_at, node_id as node from sessions where id = ${x.session_id}`;
+    const k = `first ${x.first} then ${x.then}: ${row ? `${row.status}${row.started ? ' started' : ''}${new Date(row.expires_at).getTime() <= x.at ? ' expired when retried' : ''}` : 'no row'}`;
+    retriedFates[k] = (retriedFates[k] ?? 0) + 1;
   }
 
   const rec = report.sessions.recoveryMs.sort((x, y) => x - y);
@@ -479,8 +505,8 @@ async function main() {
     ...(restart ? { redis: { mode: 'restart', down_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt } } : {}),
     ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
     ready: readyDuring,
-    records: { ...records, turns: { ...turns, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
-    tokens: report.tokens,
+    records: { ...records, turns: { ...turns, empty_agent_finals_heard: emptyAgentFinals, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
+    tokens: { ...report.tokens, retried: retriedFates },
     error_log_lines: errorLogs,
     error_logs: errorLines,
     warnings,

@@ -23,7 +23,7 @@ import { registryKey, type SessionRegistry } from '../state/session-registry.ts'
 import { NodeReaper, STALE_MS } from './node-reaper.ts';
 import { AudioBatcher } from './audio-batch.ts';
 import type { Sql } from '../store/db.ts';
-import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, type SessionRow } from './store.ts';
+import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, undoSessionActive, type SessionRow } from './store.ts';
 import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
 import { DEFAULT_VOICE_ID } from '../agent-config/defaults.ts';
@@ -320,6 +320,11 @@ export class SessionRuntime {
   private readonly live = new Map<string, LiveSession>();
   /** Records of ended sessions still waiting for the store. */
   private readonly deferred = new Set<SessionRecordWriter>();
+  /**
+   * Activations whose answer was lost (the store dropped as it took them), being undone so
+   * their given-back tokens can start them: session id → done (`undoActivation`).
+   */
+  private readonly undoing = new Map<string, Promise<void>>();
   private unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(private readonly o: RuntimeOptions) {
@@ -375,17 +380,30 @@ export class SessionRuntime {
     try {
       let rt: Awaited<ReturnType<typeof getSessionRuntime>>;
       let activated: boolean;
+      let activating = false;
+      // The token is given back (the store's record still guards it against a second use) and
+      // the client may try again.
+      const tryAgain = async () => {
+        await this.o.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS).catch(() => {});
+        return new ConnectRefused(4503, 'The database is unavailable: try again shortly');
+      };
+      // A lost activation of this token's session is undone first (see below).
+      if (this.undoing.has(sessionId)) throw await tryAgain();
       try {
         rt = await getSessionRuntime(this.o.sql, sessionId);
         if (!rt) throw new ConnectRefused(4401, 'Invalid or expired token');
         if (rt.session.status !== 'pending' || new Date(rt.session.expires_at).getTime() <= Date.now()) throw new ConnectRefused(4401, 'Invalid or expired token');
+        activating = true;
         activated = await markSessionActive(this.o.sql, sessionId, this.nodeId);
       } catch (err) {
         if (!isConnectionError(err)) throw err;
-        // The store cannot be reached: the token is given back (the store's record still guards
-        // it against a second use) and the client may try again.
-        await this.o.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS).catch(() => {});
-        throw new ConnectRefused(4503, 'The database is unavailable: try again shortly');
+        // The store cannot be reached: the client may try again. An activation sent as the
+        // connection dropped may have committed, its answer lost: the session would be active
+        // on this node with nothing running it, and the token refused 4401 for good (found by
+        // bench/chaos.ts --fault postgres). It is undone once the store answers, before the
+        // token is taken back here.
+        if (activating) this.undoActivation(sessionId);
+        throw await tryAgain();
       }
       if (!activated) throw new ConnectRefused(4401, 'Invalid or expired token');
       if (rt.config.llm?.custom && !this.o.box) {
@@ -397,6 +415,34 @@ export class SessionRuntime {
     } finally {
       release();
     }
+  }
+
+  /**
+   * Sets a session whose activation may have committed unanswered back to pending (if it did),
+   * retrying while the store is unreachable, for as long as its token lives. Connects of its
+   * token on this node wait for it; it touches only a session this node activated and does not
+   * run, so a session started meanwhile (by this token on another node) is left alone.
+   */
+  private undoActivation(sessionId: string): void {
+    if (this.undoing.has(sessionId)) return;
+    const until = Date.now() + SESSION_TOKEN_TTL_MS;
+    const done = (async () => {
+      for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
+        try {
+          if (!this.live.has(sessionId) && (await undoSessionActive(this.o.sql, sessionId, this.nodeId))) {
+            this.o.log.info({ sessionId }, 'session activation whose answer was lost undone');
+          }
+          return;
+        } catch (err) {
+          if (!isConnectionError(err) || Date.now() > until) {
+            this.o.log.warn({ err, sessionId }, 'session activation whose answer was lost not undone: its token is refused');
+            return;
+          }
+        }
+        await new Promise((r) => setTimeout(r, wait).unref());
+      }
+    })().finally(() => this.undoing.delete(sessionId));
+    this.undoing.set(sessionId, done);
   }
 
   /** Reattaches a client whose socket dropped; 4401 for a wrong secret, 4404 when the session is not live here. */

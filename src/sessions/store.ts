@@ -178,6 +178,18 @@ export async function markSessionActive(sql: Sql, sessionId: string, nodeId: str
 }
 
 /**
+ * active → pending again, for an activation whose answer was lost (the connection dropped just
+ * after the commit) and that no session runs on: only while `nodeId` still holds it and it has
+ * not ended. False when there was nothing to undo (the activation never committed).
+ */
+export async function undoSessionActive(sql: Sql, sessionId: string, nodeId: string): Promise<boolean> {
+  const rows = await sql`
+    update sessions set status = 'pending', started_at = null, node_id = null
+    where id = ${sessionId} and status = 'active' and node_id = ${nodeId} returning id`;
+  return rows.length === 1;
+}
+
+/**
  * Ends a pending or active session; only the first call ends it (later calls return false and
  * change nothing). The same statement settles usage against what creation charged: the cost is
  * every started minute between `started_at` and `ended_at` at the price fixed at creation (a
