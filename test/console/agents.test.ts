@@ -23,7 +23,9 @@ t.test('sign in, the Agents list: create, search, pages, delete with confirmatio
   t.equal(stored.session, app.key, 'the key is in the tab\'s session storage');
   t.equal(stored.local, 0, 'nothing in local storage');
   t.notOk(stored.url.includes(app.key), 'never in the URL');
-  t.ok(await page.getByText('No agents yet').isVisible());
+  // The list loads after the heading: wait for its empty state rather than sample it once.
+  await page.getByText('No agents yet').waitFor({ timeout: 10_000 });
+  t.ok(await page.getByText('No agents yet').isVisible(), 'an empty team sees the empty state');
 
   // New agent, reached with Tab and opened with Enter: the Name field takes the keyboard; an
   // empty name's 422 sits next to it.

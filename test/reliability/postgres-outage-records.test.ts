@@ -7,7 +7,7 @@
  * commit).
  */
 import t from 'tap';
-import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { proxyInFront } from '../fixtures/tcp-proxy.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { connect, createSession, rawSocket, sleep, type Caller } from '../e2e/session-helpers.ts';
@@ -18,11 +18,8 @@ if (!DATABASE_URL) {
   process.exit(0);
 }
 
-const target = new URL(DATABASE_URL);
-const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-const viaProxy = new URL(DATABASE_URL);
-viaProxy.host = proxy.address;
-const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy.toString() } });
+const { proxy, url: viaProxy } = await proxyInFront(DATABASE_URL, 5432);
+const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy } });
 t.teardown(async () => {
   await proxy.restore();
   await app.close();

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import { Writable } from 'node:stream';
-import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { proxyInFront } from '../fixtures/tcp-proxy.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { createLogger } from '../../src/log.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
@@ -22,10 +22,7 @@ if (!DATABASE_URL) {
   process.exit(0);
 }
 
-const target = new URL(DATABASE_URL);
-const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-const viaProxy = new URL(DATABASE_URL);
-viaProxy.host = proxy.address;
+const { proxy, url: viaProxy } = await proxyInFront(DATABASE_URL, 5432);
 
 // The first request to /queued fails: its retry falls in the outage (third test).
 let failQueued = 1;
@@ -46,7 +43,7 @@ const sink = new Writable({
 const app = await startTestServer({
   backend: 'synthetic',
   // A silence bound shorter than the default 5 s keeps the black-hole test short.
-  config: { databaseUrl: viaProxy.toString(), outboundAllow: [`127.0.0.1:${receiver.port}`], webhookBackoffMs: [1500], dbSilenceTimeoutMs: 1500 },
+  config: { databaseUrl: viaProxy, outboundAllow: [`127.0.0.1:${receiver.port}`], webhookBackoffMs: [1500], dbSilenceTimeoutMs: 1500 },
   log: createLogger({ level: 'warn', destination: sink }),
 });
 t.teardown(async () => {

@@ -9,7 +9,7 @@
  */
 import t from 'tap';
 import { Redis } from 'ioredis';
-import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { proxyInFront } from '../fixtures/tcp-proxy.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, rawSocket } from '../e2e/session-helpers.ts';
@@ -22,12 +22,9 @@ if (!REDIS_URL) {
   process.exit(0);
 }
 
-const target = new URL(REDIS_URL);
-const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
-const viaProxy = new URL(REDIS_URL);
-viaProxy.host = proxy.address;
+const { proxy, url: viaProxy } = await proxyInFront(REDIS_URL, 6379);
 // A command bound shorter than the default 2 s keeps the black-hole test short.
-const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy.toString(), redisCommandTimeoutMs: 1000 } });
+const app = await startTestServer({ backend: 'synthetic', config: { redisUrl: viaProxy, redisCommandTimeoutMs: 1000 } });
 const direct = new Redis(REDIS_URL);
 t.teardown(async () => {
   await proxy.restore();
@@ -119,7 +116,7 @@ t.test('a silent (black-holed) Redis: 503 with Retry-After instead of a hang; se
 // (nearly every synthesis request refused 429 after the outage).
 t.test('a command its caller was told failed (timed out) is not run once Redis answers again', async (t) => {
   const prefix = `outage_${Date.now()}:`;
-  const state = await createSharedState({ redisUrl: viaProxy.toString(), prefix, commandTimeoutMs: 1500 });
+  const state = await createSharedState({ redisUrl: viaProxy, prefix, commandTimeoutMs: 1500 });
   t.teardown(() => state.close());
   t.ok((await state.acquireSlot('slots', 'before', 2, 60_000)).acquired, 'a slot acquired before');
   await proxy.blackhole();

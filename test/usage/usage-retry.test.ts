@@ -15,7 +15,7 @@ import { recordUsage } from '../../src/speech/usage.ts';
 import { openDatabase, type Database } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { insertUsages, type NewUsage } from '../../src/usage/store.ts';
-import { startTcpProxy } from '../fixtures/tcp-proxy.ts';
+import { proxyInFront } from '../fixtures/tcp-proxy.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL;
@@ -66,10 +66,7 @@ for (const real of [false, true]) {
 }
 
 t.test('syntheses completed while Postgres is cut are recorded and billed once when it is back', { skip: !DATABASE_URL && 'needs DATABASE_URL: the outage is a proxy in front of a real Postgres' }, async (t) => {
-  const target = new URL(DATABASE_URL!);
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-  const viaProxy = new URL(DATABASE_URL!);
-  viaProxy.host = proxy.address;
+  const { proxy, url: viaProxy } = await proxyInFront(DATABASE_URL!, 5432);
   const lines: { level: number; msg: string }[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -78,7 +75,7 @@ t.test('syntheses completed while Postgres is cut are recorded and billed once w
     },
   });
   const log = createLogger({ level: 'info', destination: sink });
-  const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy.toString() }, log });
+  const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy }, log });
   t.teardown(async () => {
     await proxy.restore();
     await app.close();
@@ -126,10 +123,7 @@ t.test('syntheses completed while Postgres is cut are recorded and billed once w
 });
 
 t.test('a shutdown while Postgres is cut gives waiting usage the drain time, then logs what it gives up', { skip: !DATABASE_URL && 'needs DATABASE_URL: the outage is a proxy in front of a real Postgres' }, async (t) => {
-  const target = new URL(DATABASE_URL!);
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-  const viaProxy = new URL(DATABASE_URL!);
-  viaProxy.host = proxy.address;
+  const { proxy, url: viaProxy } = await proxyInFront(DATABASE_URL!, 5432);
   const lines: { level: number; msg: string; records?: number; costMicros?: string }[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -137,7 +131,7 @@ t.test('a shutdown while Postgres is cut gives waiting usage the drain time, the
       cb();
     },
   });
-  const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy.toString(), drainTimeoutMs: 1000 }, log: createLogger({ level: 'warn', destination: sink }) });
+  const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy, drainTimeoutMs: 1000 }, log: createLogger({ level: 'warn', destination: sink }) });
   t.teardown(() => proxy.close());
   const team = await app.newTeam({ creditMicros: 1_000_000n });
   await proxy.cut();
