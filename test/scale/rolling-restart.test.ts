@@ -12,29 +12,11 @@ import { startBackend } from '../../native/server.ts';
 import { createLogger } from '../../src/log.ts';
 import { randomSchema, startPlatform, type Platform } from '../../src/platform.ts';
 import { sleep } from '../e2e/session-helpers.ts';
+import { caller } from './helpers.ts';
 import { allowWrites, startReceiver } from '../webhooks/helpers.ts';
 
 const databaseUrl = process.env.DATABASE_URL;
 const redisUrl = process.env.REDIS_URL;
-
-/** A raw websocket caller: its messages, and a way to wait for one. */
-function caller(url: string) {
-  const ws = new WebSocket(url);
-  const messages: any[] = [];
-  ws.on('message', (d, bin) => { if (!bin) messages.push(JSON.parse(d.toString())); });
-  ws.on('error', () => {});
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
-  const waitFor = async (pred: (m: any) => boolean) => {
-    for (let i = 0; i < 500; i++) {
-      const m = messages.find(pred);
-      if (m) return m;
-      await sleep(20);
-    }
-    return undefined;
-  };
-  const say = (text: string) => ws.send(JSON.stringify({ type: 'user.message', text, audio: false }));
-  return { ws, messages, closed, waitFor, say };
-}
 
 t.test('a rolling restart of one node while sessions run on both loses no session record and no webhook', { skip: !(databaseUrl && redisUrl) ? 'DATABASE_URL and REDIS_URL are not both set: the two-node rolling restart needs a shared Postgres and Redis' : false }, async (t) => {
   const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', pacing: 'fast' });
@@ -91,7 +73,13 @@ t.test('a rolling restart of one node while sessions run on both loses no sessio
   // node starts on the same database and Redis while B keeps talking.
   await a.close();
   running.delete(a);
-  for (const s of sessions.filter((x) => x.on === 'a')) t.not(await s.c.closed, undefined, 'the stopped node closed its sockets');
+  for (const s of sessions.filter((x) => x.on === 'a')) {
+    const closed = await s.c.closed;
+    // docs/websocket-transport.md promises `session.ended` then close 1000 `shutdown`; the node
+    // closes every socket (1006) before its drain ends the sessions. Their records are right
+    // (checked below); what the client hears is a known bug (docs/reliability.md "Not done yet").
+    t.match(closed, { code: 1000, reason: 'shutdown' }, 'the stopped node closed its sockets as documented', { todo: 'sockets closed before the drain: the client sees 1006' });
+  }
   const a2 = await node();
   for (const s of sessions.filter((x) => x.on === 'b')) {
     s.c.say('during the restart');

@@ -16,6 +16,7 @@ import { createLogger } from '../../src/log.ts';
 import { startPlatform } from '../../src/platform.ts';
 import { openDatabase } from '../../src/store/db.ts';
 import { sleep } from '../e2e/session-helpers.ts';
+import { caller } from './helpers.ts';
 import { serve, serveFailing } from '../helpers/process.ts';
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -72,25 +73,6 @@ function getFresh(url: string): Promise<{ status: number; body: any }> {
       res.on('end', () => resolve({ status: res.statusCode!, body: text.startsWith('{') ? JSON.parse(text) : text }));
     }).on('error', reject);
   });
-}
-
-/** A raw websocket caller: its messages, and a way to wait for one. */
-function caller(url: string) {
-  const ws = new WebSocket(url);
-  const messages: any[] = [];
-  ws.on('message', (d, bin) => { if (!bin) messages.push(JSON.parse(d.toString())); });
-  ws.on('error', () => {});
-  const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-  const waitFor = async (pred: (m: any) => boolean) => {
-    for (let i = 0; i < 500; i++) {
-      const m = messages.find(pred);
-      if (m) return m;
-      await sleep(20);
-    }
-    return undefined;
-  };
-  const say = (text: string) => ws.send(JSON.stringify({ type: 'user.message', text, audio: false }));
-  return { ws, messages, closed, waitFor, say };
 }
 
 /** A metric's samples from the exposition text: `name{labels} value`. */
@@ -187,7 +169,10 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
   // SIGTERM: every worker drains: its sockets close and every session is recorded as ended
   // for shutdown (as a single loop's drain does), the relayed one included.
   t.equal(await node.stop(), 0, 'the node exits 0');
-  for (const { c } of calls) t.ok(await c.closed, 'the socket was closed');
+  for (const { c } of calls) {
+    const closed = await c.closed;
+    t.match(closed, { code: 1000, reason: 'shutdown' }, 'the socket closed as documented', { todo: 'sockets closed before the drain: the client sees 1006' });
+  }
   const db = await openDatabase({ databaseUrl, dataDir: 'memory' });
   t.teardown(() => db.close());
   const rows = await db.sql<{ id: string; status: string; ended_reason: string }[]>`select id, status, ended_reason from sessions where id in ${db.sql(calls.map((c) => c.id))}`;
