@@ -7,21 +7,10 @@
  *   npx tsx bench/audio.ts [seconds-of-audio-per-case=20]
  */
 import { createEncoder, createResampler, loadMp3Module, type EncoderOptions } from '../src/audio/index.ts';
+import { testSignal } from './lib.ts';
 
 const AUDIO_S = Number(process.argv[2] ?? 20);
 
-function signal(sampleRateHz: number, seconds: number): Int16Array {
-  const n = Math.round(sampleRateHz * seconds);
-  const x = new Int16Array(n);
-  let seed = 1;
-  for (let i = 0; i < n; i++) {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    const t = i / sampleRateHz;
-    const sweep = Math.sin(2 * Math.PI * (200 + 300 * (t % 4)) * t);
-    x[i] = Math.round(6000 * Math.sin(2 * Math.PI * 1000 * t) + 4000 * sweep + ((seed / 0x7fffffff) - 0.5) * 2000);
-  }
-  return x;
-}
 
 function chunks(pcm: Int16Array, sampleRateHz: number, ms: number): Int16Array[] {
   const size = Math.round((sampleRateHz * ms) / 1000);
@@ -55,7 +44,7 @@ function measure(name: string, audioS: number, run: () => number): Result {
 }
 
 async function encodeCase(name: string, opts: EncoderOptions): Promise<Result> {
-  const pcm = signal(opts.inputSampleRateHz, AUDIO_S);
+  const pcm = testSignal(opts.inputSampleRateHz, AUDIO_S);
   const parts = chunks(pcm, opts.inputSampleRateHz, 100);
   // Encoders are created outside the timed region; creation is measured separately.
   const encoders = [await createEncoder(opts), await createEncoder(opts)];
@@ -70,7 +59,7 @@ async function encodeCase(name: string, opts: EncoderOptions): Promise<Result> {
 }
 
 function resampleCase(from: number, to: number): Result {
-  const parts = chunks(signal(from, AUDIO_S), from, 100);
+  const parts = chunks(testSignal(from, AUDIO_S), from, 100);
   return measure(`resample ${from}→${to}`, AUDIO_S, () => {
     const r = createResampler(from, to);
     let n = 0;

@@ -21,3 +21,17 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+/** The codec benches' test signal: a tone, a sweep and noise (codecs cannot coast on silence). */
+export function testSignal(sampleRateHz: number, seconds: number): Int16Array {
+  const n = Math.round(sampleRateHz * seconds);
+  const x = new Int16Array(n);
+  let seed = 1;
+  for (let i = 0; i < n; i++) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    const t = i / sampleRateHz;
+    const sweep = Math.sin(2 * Math.PI * (200 + 300 * (t % 4)) * t);
+    x[i] = Math.round(6000 * Math.sin(2 * Math.PI * 1000 * t) + 4000 * sweep + (seed / 0x7fffffff - 0.5) * 2000);
+  }
+  return x;
+}

@@ -51,6 +51,7 @@ import { spawnNativeBackend, type SynthesizeInput } from '../src/inference/index
 import { createLogger } from '../src/log.ts';
 import { randomSchema, startPlatform } from '../src/platform.ts';
 import { parseSynthesisRequest, toBackendRequest } from '../src/speech/request.ts';
+import { testSignal } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -426,18 +427,6 @@ async function burst() {
   });
 }
 
-/** The test signal of bench/audio.ts: a tone, a sweep and noise (codecs cannot coast on silence). */
-function signal(sampleRateHz: number, seconds: number): Int16Array {
-  const n = Math.round(sampleRateHz * seconds);
-  const x = new Int16Array(n);
-  let seed = 1;
-  for (let i = 0; i < n; i++) {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    const t = i / sampleRateHz;
-    x[i] = Math.round(6000 * Math.sin(2 * Math.PI * 1000 * t) + 4000 * Math.sin(2 * Math.PI * (200 + 300 * (t % 4)) * t) + (seed / 0x7fffffff - 0.5) * 2000);
-  }
-  return x;
-}
 
 /** The backend's own audio for the default text at `rate`, as the chunks it sends. */
 async function backendAudio(rate: number): Promise<Int16Array[]> {
@@ -474,7 +463,7 @@ async function encoders() {
   const out: Record<string, { encoderMsPerAudioSecond: number; codecAloneMsPerAudioSecond: number | null; encoderOnBackendAudioMsPerAudioSecond: number }> = {};
   for (const format of ['wav', 'mp3', 'opus'] as const) {
     const rate = rateOf(format);
-    const pcm = signal(rate, STREAM_S);
+    const pcm = testSignal(rate, STREAM_S);
     const size = rate / 10;
     const parts: Int16Array[] = [];
     for (let i = 0; i < pcm.length; i += size) parts.push(pcm.subarray(i, i + size));
