@@ -59,11 +59,7 @@ t.test('a Redis restart: 503 meanwhile, tokens forgotten or spent stay refused, 
   await direct.set(`${app.state.prefix}v:${sessionTokenKey(used.token)}`, used.session_id, 'PX', 60_000);
   await proxy.restore();
 
-  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
-  for (let i = 0; i < 50 && created.status === 503; i++) {
-    await new Promise((res) => setTimeout(res, 100));
-    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
-  }
+  const created = await createOnceBack(agent);
   t.equal(created.status, 200, 'session creation works again');
 
   const forgotten = join(unused);
@@ -99,11 +95,7 @@ t.test('a silent (black-holed) Redis: 503 with Retry-After instead of a hang; se
     t.match(r.body.message, /unavailable/);
   }
   await proxy.restore();
-  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
-  for (let i = 0; i < 100 && created.status === 503; i++) {
-    await new Promise((res) => setTimeout(res, 100));
-    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
-  }
+  const created = await createOnceBack(agent);
   t.equal(created.status, 200, 'session creation works again');
   const fresh = join(created.body);
   t.ok(await fresh.started(), 'its token connects');
@@ -135,3 +127,13 @@ t.test('a command its caller was told failed (timed out) is not run once Redis a
   t.equal(await direct.get(`${prefix}v:queued`), null, 'the failed write was not made');
   t.ok((await state.acquireSlot('slots', 'after', 2, 60_000)).acquired, 'the second slot is free');
 });
+
+/** Creates a session, asking again every 100 ms (up to 10 s) while the answer is `503`. */
+async function createOnceBack(agent: string) {
+  let created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  for (let i = 0; i < 100 && created.status === 503; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    created = await app.req('POST', '/v1/agent/sessions', { agent_id: agent });
+  }
+  return created;
+}
