@@ -25,12 +25,18 @@ const SECOND_MS = 40;
 let app: TestServer;
 let http: HttpApp;
 let wsBase: string;
+let authGate: Promise<void> | undefined;
 t.before(async () => {
   app = await startTestServer({ backend: 'synthetic' });
   const log = createLogger({ level: 'silent' });
   const tracing = startTracing({ env: {} });
   const verifier = new KeyVerifier(app.db.sql);
-  const authenticate = (token: string, messages: { invalid: string; expired: string }) => verifier.verify(token, messages);
+  // A key sent in a socket's first message is checked when that message is handled; a test
+  // holds that check with `authGate` to make the first message slow.
+  const authenticate = async (token: string, messages: { invalid: string; expired: string }) => {
+    await authGate;
+    return verifier.verify(token, messages);
+  };
   http = new HttpApp({ log, metrics: new Metrics(), authenticate });
   const tts = new TtsService({ inference: app.inference, sql: app.db.sql, log, tracing, resolveVoice: (teamId, id) => resolveVoice(app.db.sql, teamId, id), authenticate });
   const asr = new AsrService(app.inference, { log });
@@ -103,6 +109,37 @@ t.test('stream-input: after the finishing empty text the socket waits for the au
   t.same(await s.closed, { code: 1000, reason: 'done' });
   t.same(s.frames.at(-1), { isFinal: true });
   t.equal(await heard(audioOf(s.frames), 'pcm', 16000), 'Wait for me. ');
+});
+
+t.test('stream-input: messages that came in time count, even while the first is slow to handle', async (t) => {
+  // The key comes in the first message and its check is held here: the text and the finishing
+  // empty text wait behind it while the inactivity time (40 ms) passes many times over.
+  let release!: () => void;
+  authGate = new Promise((r) => (release = r));
+  t.teardown(() => release());
+  const s = await open(tts('stream-input', 'inactivity_timeout=1'));
+  s.send({ text: ' ', xi_api_key: app.key });
+  s.send({ text: 'Wait for me. ' });
+  s.send({ text: '' });
+  await sleep(10 * SECOND_MS); // not a measurement: only lets the inactivity clock run out meanwhile
+  release();
+  t.same(await s.closed, { code: 1000, reason: 'done' }, 'the finishing empty text was honoured');
+  t.same(s.frames.at(-1), { isFinal: true });
+  t.equal(await heard(audioOf(s.frames), 'pcm', 16000), 'Wait for me. ');
+});
+
+t.test('stream-input: a message that came while the process stalled counts', async (t) => {
+  // inactivity_timeout=5: 200 ms here. The process stalls for three of them right after the
+  // client sent: the inactivity timer is then due before the server has read the messages.
+  const s = await open(tts('stream-input', 'inactivity_timeout=5'), key());
+  s.send({ text: ' ' });
+  s.send({ text: 'Still here. ' });
+  s.send({ text: '' });
+  const until = Date.now() + 15 * SECOND_MS;
+  while (Date.now() < until); // blocks this process's event loop on purpose (not a measurement)
+  t.same(await s.closed, { code: 1000, reason: 'done' }, 'not closed for inactivity');
+  t.same(s.frames.at(-1), { isFinal: true });
+  t.equal(await heard(audioOf(s.frames), 'pcm', 16000), 'Still here. ');
 });
 
 t.test('multi-stream-input: {text: "", context_id} keeps the socket alive; then idle → close 1000 "inactivity timeout"', async (t) => {

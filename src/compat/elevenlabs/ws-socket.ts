@@ -80,6 +80,8 @@ interface UserData<S> {
   lifetime?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
   idleMs?: number;
+  /** Client messages so far (the inactivity clock checks none came while it was firing). */
+  messages: number;
   /** Disarms the start deadline of a keyless socket (its first message came, or it closed). */
   started?: () => void;
 }
@@ -116,9 +118,14 @@ export function mountJsonSocket<S>(
     if (d.idleMs === undefined || d.socket?.closed) return;
     if (d.idle) return void d.idle.refresh();
     d.idle = setTimeout(() => {
-      if (d.socket?.closed) return;
-      if (d.session?.onInactive) d.session.onInactive();
-      else d.socket?.end(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+      // After a stall of this process the timer can fire before uWS has read a message that
+      // came in time: judge after the poll phase has read what already arrived.
+      const seen = d.messages;
+      setImmediate(() => {
+        if (d.socket?.closed || d.messages !== seen) return; // a message came: armIdle re-armed the clock
+        if (d.session?.onInactive) d.session.onInactive();
+        else d.socket?.end(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+      });
     }, d.idleMs);
     d.idle.unref(); // the listening server keeps the process alive, not an idle socket
   };
@@ -141,7 +148,7 @@ export function mountJsonSocket<S>(
       o.accept({ headers, query, params, requestId }).then(
         (state) => {
           if (aborted) return;
-          acceptUpgrade<UserData<S>>(res, hs, { state, requestId }, context);
+          acceptUpgrade<UserData<S>>(res, hs, { state, requestId, messages: 0 }, context);
         },
         (err) => {
           if (aborted) return;
@@ -206,6 +213,7 @@ export function mountJsonSocket<S>(
     message: (ws, message) => {
       const d = ws.getUserData();
       d.started?.();
+      d.messages++;
       armIdle(d);
       // Decoding copies the frame out of uWS's buffer, which is reused after this callback.
       d.session?.onMessage(Buffer.from(message).toString('utf8'));

@@ -242,8 +242,13 @@ export class StreamInputSession implements SocketSession {
   }
 
   onInactive(): void {
-    if (this.ending) return; // finishing: the close follows the last audio
-    this.close(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+    // Judged once the messages already received are handled: one that came in time may still
+    // wait behind a slow first message (authentication, voice lookup), e.g. the finishing one.
+    const chain = this.chain;
+    void chain.then(() => {
+      if (this.ending || this.chain !== chain) return; // finishing: the close follows the last audio; or a newer message re-armed the clock
+      this.close(INACTIVITY_CLOSE.code, INACTIVITY_CLOSE.reason);
+    });
   }
 
   private async handle(text: string): Promise<void> {
