@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import { ServiceError, toServiceError } from '../errors.ts';
@@ -263,9 +264,11 @@ export class HttpApp {
       ...behavior,
       upgrade: (res, req, context) => {
         if (this.closing) {
+          const r = this.shuttingDown(req.getUrl());
           res.cork(() => {
-            res.writeStatus('503 Service Unavailable').writeHeader('Retry-After', '1').writeHeader('Content-Type', 'application/json');
-            res.end(JSON.stringify({ status: 503, message: 'Shutting down: try again shortly' }), true);
+            res.writeStatus(`${r.status} ${STATUS_CODES[r.status] ?? 'Error'}`);
+            for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
+            res.writeHeader('Content-Type', 'application/json').end(JSON.stringify(r.body), true);
           });
           return;
         }
@@ -284,6 +287,15 @@ export class HttpApp {
         return close?.(ws, code, message);
       },
     }));
+  }
+
+  /** The answer to a request or upgrade that arrives once shutdown has begun: 503, in the path's envelope. */
+  private shuttingDown(path: string): { status: number; body: unknown; headers: Record<string, string> } {
+    const e = new ServiceError('unavailable', 'Shutting down: try again shortly', { headers: { 'Retry-After': '1' } });
+    const hook = this.envelopes.find((h) => path === h.prefix || path.startsWith(h.prefix + '/'));
+    if (!hook) return { status: e.status, body: { status: e.status, message: e.message }, headers: { ...e.headers } };
+    const env = hook.envelope(e);
+    return { status: env.status, body: env.body, headers: { ...e.headers, ...env.headers } };
   }
 
   /** Closes one socket 1001 (its route's `close` runs as for any close). */
@@ -358,8 +370,9 @@ export class HttpApp {
     this.inflight++;
     if (this.closing) {
       // A request on a connection opened before shutdown began: refused, the connection closed.
+      const r = this.shuttingDown(path);
       ex.reply.closeConnection = true;
-      this.sendError(ex, new ServiceError('unavailable', 'Shutting down: try again shortly', { headers: { 'Retry-After': '1' } }));
+      ex.reply.json(r.status, r.body, r.headers);
       this.finish(ex);
       return;
     }
