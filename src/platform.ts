@@ -171,10 +171,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
   const closers: (() => Promise<void> | void)[] = [];
   if (claim) closers.push(() => claim.release());
-  const closeAll = async () => {
-    await http.close();
+  // Shutdown in three steps: stop accepting and finish in-flight requests (sockets of routes
+  // without a drain of their own close 1001); the modules close in reverse (the sessions drain:
+  // each client gets `session.ended`, then close 1000 `shutdown`); the sockets left close 1001.
+  let closing: Promise<void> | undefined;
+  const closeAll = () => (closing ??= (async () => {
+    await http.stopAccepting();
     for (const c of closers.reverse()) await Promise.resolve().then(c).catch((err) => log.warn({ err }, 'close failed'));
-  };
+    await http.closeSockets();
+  })());
   try {
     mark('listening');
     await startModules(platformModules(opts), wiring, log, (c) => closers.push(c));

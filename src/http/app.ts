@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
 import { ServiceError, toServiceError } from '../errors.ts';
@@ -10,6 +11,7 @@ import { pageRequest } from './pagination.ts';
 import { Reply } from './reply.ts';
 import { parse } from '../validation.ts';
 import { Router, type Ctx, type Input, type Method, type Principal, type RouteInput, type RouteSpec } from './router.ts';
+import { guardFrames } from './ws-frames.ts';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT. */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -59,6 +61,26 @@ export const BODY_TIMEOUT_MS = 120_000;
 export const WS_START_TIMEOUT_MS = 10_000;
 /** `HttpAppOptions.wsStallTimeoutMs` default (`PARLEY_WS_STALL_TIMEOUT_MS`). */
 export const WS_STALL_TIMEOUT_MS = 30_000;
+
+/** Close code and reason of a WebSocket the platform closes because it is shutting down (RFC 6455 "going away"). */
+export const WS_GOING_AWAY = { code: 1001, reason: 'Server shutting down' } as const;
+/**
+ * How long shutdown leaves the WebSockets it closed to finish their closing handshake (the
+ * client's close frame, then FIN) before the server's last sockets are cut: closing a socket
+ * whose client is still sending resets it, and a reset can discard the close frame not yet
+ * delivered. Counted from the last close; bounded by the drain timeout.
+ */
+export const WS_CLOSE_LINGER_MS = 500;
+
+/**
+ * Who closes a WebSocket route's sockets at shutdown (`HttpApp.ws`, `HttpApp.close`):
+ * - `going-away`: the HTTP layer, with 1001 `Server shutting down`, as soon as in-flight
+ *   requests are done and before any module closes (the socket never sees its dependencies
+ *   vanish under it);
+ * - `owner`: the feature's own close ends them with its documented code while the modules
+ *   close (sessions: `session.ended` then 1000 `shutdown`); any still open afterwards get 1001.
+ */
+export type WsShutdown = 'going-away' | 'owner';
 
 /** Headers read one by one when the ws-based fallback (which lacks `forEach`) is serving. */
 const FALLBACK_HEADERS = ['authorization', 'content-type', 'content-length', 'transfer-encoding', 'x-request-id', 'origin', 'host', 'traceparent', 'model', 'xi-api-key', 'accept', 'user-agent', 'x-forwarded-proto', 'access-control-request-headers', 'idempotency-key', 'sec-websocket-key', 'sec-websocket-protocol', 'sec-websocket-extensions'];
@@ -162,6 +184,15 @@ export class HttpApp {
   private inflight = 0;
   private drained: (() => void) | null = null;
   private closing = false;
+  private stopping: Promise<void> | undefined;
+  private closingSockets: Promise<void> | undefined;
+  /** Every open WebSocket of every route (`ws`), with who closes it at shutdown. */
+  private readonly sockets = new Map<uws.WebSocket<unknown>, WsShutdown>();
+  /** When the last WebSocket closed during shutdown (for the linger before the last cut). */
+  private lastShutdownClose = 0;
+  /** The `going-away` sockets were closed (`stopAccepting`); every socket was (`closeSockets`). */
+  private goneAway = false;
+  private allGone = false;
   port = 0;
   /** While true (before migrations finish), unknown routes answer 503 instead of 404. */
   starting = false;
@@ -220,22 +251,109 @@ export class HttpApp {
     return this.inflight;
   }
 
-  /** Stops accepting, lets in-flight requests finish within the bound, then closes every socket. */
-  async close(): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
-    if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
-    this.listenSocket = null;
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.opts.drainTimeoutMs ?? 10_000);
-        this.drained = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+  /**
+   * Mounts a WebSocket route: `guardFrames` (the documented frame limit with close 1009), upgrades
+   * refused `503` once shutdown has begun, and the route's sockets tracked so that shutdown
+   * closes them with a close code (`shutdown`, see `WsShutdown`) instead of cutting them.
+   */
+  ws<T>(pattern: string, behavior: uws.WebSocketBehavior<T>, o: { shutdown?: WsShutdown } = {}): void {
+    const shutdown = o.shutdown ?? 'going-away';
+    const { upgrade, open, close } = behavior;
+    const sockets = this.sockets as Map<uws.WebSocket<T>, WsShutdown>;
+    this.app.ws<T>(pattern, guardFrames({
+      ...behavior,
+      upgrade: (res, req, context) => {
+        if (this.closing) {
+          const r = this.shuttingDown(req.getUrl());
+          res.cork(() => {
+            res.writeStatus(`${r.status} ${STATUS_CODES[r.status] ?? 'Error'}`);
+            for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
+            res.writeHeader('Content-Type', 'application/json').end(JSON.stringify(r.body), true);
+          });
+          return;
+        }
+        if (upgrade) return upgrade(res, req, context);
+        res.upgrade({} as T, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
+      },
+      open: (ws) => {
+        sockets.set(ws, shutdown);
+        open?.(ws);
+        // Upgraded after its route's sockets were closed (an upgrade that was authenticating).
+        if (sockets.has(ws) && (this.allGone || (shutdown === 'going-away' && this.goneAway))) this.goAway(ws);
+      },
+      close: (ws, code, message) => {
+        sockets.delete(ws);
+        if (this.closing) this.lastShutdownClose = performance.now();
+        return close?.(ws, code, message);
+      },
+    }));
+  }
+
+  /** The answer to a request or upgrade that arrives once shutdown has begun: 503, in the path's envelope. */
+  private shuttingDown(path: string): { status: number; body: unknown; headers: Record<string, string> } {
+    const e = new ServiceError('unavailable', 'Shutting down: try again shortly', { headers: { 'Retry-After': '1' } });
+    const hook = this.envelopes.find((h) => path === h.prefix || path.startsWith(h.prefix + '/'));
+    if (!hook) return { status: e.status, body: { status: e.status, message: e.message }, headers: { ...e.headers } };
+    const env = hook.envelope(e);
+    return { status: env.status, body: env.body, headers: { ...e.headers, ...env.headers } };
+  }
+
+  /** Closes one socket 1001 (its route's `close` runs as for any close). */
+  private goAway(ws: uws.WebSocket<unknown>): void {
+    try {
+      ws.cork(() => ws.end(WS_GOING_AWAY.code, WS_GOING_AWAY.reason));
+    } catch {
+      this.sockets.delete(ws); // already closed
     }
-    (this.app as unknown as { close(): void }).close(); // exists in v20.30, missing from its types
+  }
+
+  /**
+   * Shutdown, first step: stops accepting (the listen socket closes; requests and upgrades on
+   * connections already open answer `503` with `Retry-After`), lets in-flight requests finish
+   * within the drain timeout, then closes the `going-away` routes' sockets 1001. The modules
+   * close after this; `closeSockets` ends the rest.
+   */
+  stopAccepting(): Promise<void> {
+    return (this.stopping ??= (async () => {
+      this.closing = true;
+      if (this.listenSocket) uws.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+      if (this.inflight > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.opts.drainTimeoutMs ?? 10_000);
+          this.drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      this.goneAway = true;
+      for (const [ws, how] of [...this.sockets]) if (how === 'going-away') this.goAway(ws);
+    })());
+  }
+
+  /**
+   * Shutdown, last step (after the modules closed): closes every WebSocket still open 1001,
+   * leaves the closed ones `WS_CLOSE_LINGER_MS` for their closing handshake, then closes every
+   * connection.
+   */
+  closeSockets(): Promise<void> {
+    return (this.closingSockets ??= (async () => {
+      await this.stopAccepting();
+      this.allGone = true;
+      for (const ws of [...this.sockets.keys()]) this.goAway(ws);
+      if (this.lastShutdownClose) {
+        const linger = Math.min(WS_CLOSE_LINGER_MS, this.opts.drainTimeoutMs ?? 10_000) - (performance.now() - this.lastShutdownClose);
+        if (linger > 0) await new Promise((r) => setTimeout(r, linger));
+      }
+      (this.app as unknown as { close(): void }).close(); // exists in v20.30, missing from its types
+    })());
+  }
+
+  /** Both steps at once: for an app without modules to close in between. */
+  async close(): Promise<void> {
+    await this.stopAccepting();
+    await this.closeSockets();
   }
 
   private dispatch(res: uws.HttpResponse, req: uws.HttpRequest): void {
@@ -250,6 +368,14 @@ export class HttpApp {
     res.onAborted(ex.reply.abort);
 
     this.inflight++;
+    if (this.closing) {
+      // A request on a connection opened before shutdown began: refused, the connection closed.
+      const r = this.shuttingDown(path);
+      ex.reply.closeConnection = true;
+      ex.reply.json(r.status, r.body, r.headers);
+      this.finish(ex);
+      return;
+    }
     const spec = ex.spec;
     if (method === 'OPTIONS') {
       ex.reply.send(204, null, {

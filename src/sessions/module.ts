@@ -3,7 +3,7 @@ import { nodeAt } from '../config.ts';
 import { defineModule } from '../modules.ts';
 import { SessionRegistry } from '../state/session-registry.ts';
 import { serveRelay } from '../transport/relay.ts';
-import { CONNECT_PATH, deliverText, greet, mountWebsocketTransport } from '../transport/websocket.ts';
+import { CONNECT_PATH, deliverText, greet, mountWebsocketTransport, type WebsocketTransport } from '../transport/websocket.ts';
 import { resolveVoice } from '../voices/service.ts';
 import { mountSessionRoutes } from './routes.ts';
 import { SessionRuntime } from './runtime.ts';
@@ -36,6 +36,11 @@ export const sessionsModule = defineModule({
     const lk = config.livekit ? { agent: await import('../transport/livekit-agent.ts'), rooms: await import('../transport/livekit.ts') } : undefined;
     const livekitAgents = config.livekit && lk ? new lk.agent.LivekitAgents({ config: config.livekit, runtime, log }) : undefined;
     if (livekitAgents) onClose(() => livekitAgents.close());
+    // Closers run in reverse: the runtime drains (its clients get `session.ended`, then close
+    // 1000 `shutdown`), then this worker waits for its sockets relayed to a sibling's sessions,
+    // which those sessions' drains close the same way.
+    let transport: WebsocketTransport | undefined;
+    onClose(() => transport?.relaysClosed(config.drainTimeoutMs));
     onClose(() => runtime.close(config.drainTimeoutMs));
     if (worker) worker.siblings.serveRelays((sessionId, secret, p) => serveRelay(runtime, p, sessionId, secret, { log, greet, deliverText }));
     const siblings = worker && {
@@ -46,7 +51,7 @@ export const sessionsModule = defineModule({
         return worker.siblings.relay(i, sessionId, secret);
       },
     };
-    mountWebsocketTransport(http, runtime, log, siblings);
+    transport = mountWebsocketTransport(http, runtime, log, siblings);
     const sessions = new SessionService({
       sql,
       recordingSummary: (id) => recordings.summary(id),

@@ -29,7 +29,7 @@ import { countChars } from './request.ts';
 import { recordUsage } from './usage.ts';
 import type { SpeechSlot } from './concurrency.ts';
 import { join, SPEECH_AUTH_MESSAGES, type Prepared, type TtsService } from './tts.ts';
-import { guardFrames, stallWatch, startDeadline } from '../http/ws-frames.ts';
+import { stallWatch, startDeadline } from '../http/ws-frames.ts';
 
 /** Largest client frame (docs/api/speech.md). */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -235,7 +235,7 @@ export class LiveSession {
 
 /** Mounts the live socket on the platform's uWebSockets.js App. */
 export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
-  http.app.ws<UserData>('/v1/tts/live', guardFrames({
+  http.ws<UserData>('/v1/tts/live', {
     compression: 0,
     maxPayloadLength: MAX_FRAME_BYTES,
     maxBackpressure: 64 * 1024 * 1024,
@@ -316,5 +316,5 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
       d.markClosed?.();
       d.live?.onClose();
     },
-  } as uws.WebSocketBehavior<UserData>));
+  } as uws.WebSocketBehavior<UserData>);
 }

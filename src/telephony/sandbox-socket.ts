@@ -14,7 +14,6 @@ import type { Principal } from '../auth/principal.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import type { PhoneCommand, PhoneSocket, SandboxCalls, SandboxPhone } from './sandbox-calls.ts';
-import { guardFrames } from '../http/ws-frames.ts';
 
 export const SANDBOX_CALLS_PATH = '/v1/telephony/sandbox/calls';
 const MAX_FRAME_BYTES = 64 * 1024;
@@ -30,7 +29,7 @@ interface UserData {
 }
 
 export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authenticate(token: string): Promise<Principal>; log: Logger }): void {
-  http.app.ws<UserData>(SANDBOX_CALLS_PATH, guardFrames({
+  http.ws<UserData>(SANDBOX_CALLS_PATH, {
     compression: 0,
     maxPayloadLength: MAX_FRAME_BYTES,
     maxBackpressure: 4 * 1024 * 1024,
@@ -98,5 +97,5 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       d.closed = true;
       if (d.phone) calls.forget(d.phone);
     },
-  } as uws.WebSocketBehavior<UserData>));
+  } as uws.WebSocketBehavior<UserData>, { shutdown: 'owner' });
 }

@@ -17,7 +17,7 @@ import { SESSION_SAMPLE_RATE_HZ } from '../../actors/types.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
-import { guardFrames, stallWatch } from '../http/ws-frames.ts';
+import { stallWatch } from '../http/ws-frames.ts';
 import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
@@ -101,9 +101,13 @@ export function deliverText(live: LiveSession, text: string): void {
  * the worker of this node that holds a session a resume asks for, and carries the socket's
  * frames there (`relay.ts`): one address stays one address.
  */
-export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger, siblings?: { relayTo(node: string, sessionId: string, secret: string): Relay | undefined }): void {
+export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, log: Logger, siblings?: { relayTo(node: string, sessionId: string, secret: string): Relay | undefined }): WebsocketTransport {
   let droppedOut = 0;
-  http.app.ws<UserData>(CONNECT_PATH, guardFrames({
+  // Sockets relayed to a sibling worker's session: at shutdown their session's drain closes
+  // them from there (`session.ended`, then 1000 `shutdown`), so this worker waits for that.
+  const relayed = new Set<UserData>();
+  let relaysClosed: (() => void) | undefined;
+  http.ws<UserData>(CONNECT_PATH, {
     compression: 0,
     maxPayloadLength: MAX_FRAME_BYTES,
     maxBackpressure: 4 * 1024 * 1024,
@@ -176,6 +180,7 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
             const relay = siblings?.relayTo(owner.node, d.sessionId, d.resume);
             if (relay) {
               d.relay = relay;
+              relayed.add(d);
               d.inStart = Date.now();
               relayFrom(relay, link);
               return;
@@ -219,7 +224,29 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       if (d.relay) {
         // The owner closes the port once it has detached (a close here could lose the message).
         d.relay.postMessage({ t: 'detach', how } satisfies RelayedFrame);
+        relayed.delete(d);
+        if (relayed.size === 0) relaysClosed?.();
       }
     },
-  } as uws.WebSocketBehavior<UserData>));
+  } as uws.WebSocketBehavior<UserData>, { shutdown: 'owner' });
+  return {
+    relaysClosed: async (timeoutMs) => {
+      if (relayed.size === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        relaysClosed = resolve;
+        timer = setTimeout(resolve, timeoutMs);
+      });
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** What the sessions module keeps of the transport. */
+export interface WebsocketTransport {
+  /**
+   * Resolves when every socket relayed to a sibling worker's session has been closed (by that
+   * session's end, at shutdown: all workers drain together), or after `timeoutMs`.
+   */
+  relaysClosed(timeoutMs: number): Promise<void>;
 }

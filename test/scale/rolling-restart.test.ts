@@ -75,10 +75,9 @@ t.test('a rolling restart of one node while sessions run on both loses no sessio
   running.delete(a);
   for (const s of sessions.filter((x) => x.on === 'a')) {
     const closed = await s.c.closed;
-    // docs/websocket-transport.md promises `session.ended` then close 1000 `shutdown`; the node
-    // closes every socket (1006) before its drain ends the sessions. Their records are right
-    // (checked below); what the client hears is a known bug (docs/reliability.md "Not done yet").
-    t.match(closed, { code: 1000, reason: 'shutdown' }, 'the stopped node closed its sockets as documented', { todo: 'sockets closed before the drain: the client sees 1006' });
+    // docs/websocket-transport.md: `session.ended`, then close 1000 `shutdown`.
+    t.same(closed, { code: 1000, reason: 'shutdown' }, 'the stopped node closed its sockets as documented');
+    t.same(s.c.messages.filter((m) => m.type === 'session.ended').map((m) => m.reason), ['shutdown'], 'its client got session.ended shutdown before the close');
   }
   const a2 = await node();
   for (const s of sessions.filter((x) => x.on === 'b')) {

@@ -166,12 +166,15 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
   t.equal(second.code, 1, 'a second Parley on the same port fails');
   t.match(second.output, /could not listen/);
 
-  // SIGTERM: every worker drains: its sockets close and every session is recorded as ended
-  // for shutdown (as a single loop's drain does), the relayed one included.
+  // SIGTERM: every worker drains as a single loop does: each client gets `session.ended` with
+  // reason `shutdown`, then close 1000 `shutdown`, the relayed one included (its session's
+  // worker sends them through the worker holding its socket), and every session is recorded
+  // as ended for shutdown.
   t.equal(await node.stop(), 0, 'the node exits 0');
-  for (const { c } of calls) {
+  for (const { id, c } of calls) {
     const closed = await c.closed;
-    t.match(closed, { code: 1000, reason: 'shutdown' }, 'the socket closed as documented', { todo: 'sockets closed before the drain: the client sees 1006' });
+    t.same(closed, { code: 1000, reason: 'shutdown' }, `session ${id}: the socket closed 1000 shutdown`);
+    t.same(c.messages.filter((m) => m.type === 'session.ended').map((m) => m.reason), ['shutdown'], `session ${id}: session.ended shutdown before the close`);
   }
   const db = await openDatabase({ databaseUrl, dataDir: 'memory' });
   t.teardown(() => db.close());

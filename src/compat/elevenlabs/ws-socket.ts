@@ -12,7 +12,7 @@ import type uws from 'uWebSockets.js';
 import { acceptUpgrade, readHandshake, readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
 import type { Logger } from '../../log.ts';
 import { toElevenLabsError } from './errors.ts';
-import { guardFrames, stallWatch, startDeadline } from '../../http/ws-frames.ts';
+import { stallWatch, startDeadline } from '../../http/ws-frames.ts';
 
 /** Unsent bytes on a socket above which a session stops producing until `drain`. */
 export const WS_HIGH_WATER_BYTES = 1024 * 1024;
@@ -129,7 +129,7 @@ export function mountJsonSocket<S>(
     }, d.idleMs);
     d.idle.unref(); // the listening server keeps the process alive, not an idle socket
   };
-  http.app.ws<UserData<S>>(pattern, guardFrames({
+  http.ws<UserData<S>>(pattern, {
     compression: 0,
     maxPayloadLength: WS_MAX_FRAME_BYTES,
     maxBackpressure: 64 * 1024 * 1024,
@@ -227,7 +227,7 @@ export function mountJsonSocket<S>(
       d.socket?.markClosed();
       d.session?.onClose();
     },
-  } as uws.WebSocketBehavior<UserData<S>>));
+  } as uws.WebSocketBehavior<UserData<S>>);
 }
 
 function safeDecode(v: string): string {

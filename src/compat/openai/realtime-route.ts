@@ -17,7 +17,6 @@ import { resolveModel } from './models.ts';
 import { defaultConfig } from './realtime-config.ts';
 import { RealtimeSession, type RealtimeDeps } from './realtime.ts';
 import { nativeFromHeaders } from './speech.ts';
-import { guardFrames } from '../../http/ws-frames.ts';
 
 /** Largest client frame (docs/api/compat.md "Limits"); a bigger one closes the socket. */
 export const REALTIME_MAX_FRAME_BYTES = 32 * 1024 * 1024;
@@ -53,7 +52,7 @@ interface UserData {
 }
 
 export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDeps): void {
-  http.app.ws<UserData>(`${base}/realtime`, guardFrames({
+  http.ws<UserData>(`${base}/realtime`, {
     compression: 0,
     maxPayloadLength: REALTIME_MAX_FRAME_BYTES,
     maxBackpressure: 64 * 1024 * 1024,
@@ -141,6 +140,6 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       d.closed = true;
       d.session?.onClose();
     },
-  } as uws.WebSocketBehavior<UserData>));
+  } as uws.WebSocketBehavior<UserData>);
 }
 
