@@ -22,6 +22,7 @@ import {
   type SessionRow,
 } from './store.ts';
 import { normalizeOrigin } from '../agents/service.ts';
+import { CreationBatcher } from './creation-batch.ts';
 import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables, type StoredDraft } from '../agent-config/index.ts';
 import { RESERVED_PREFIX, VARIABLE_NAME, resolveTimezone, splitSecretVariables, type VariableValue } from './variables.ts';
 
@@ -375,9 +376,12 @@ type SessionDefaulted = 'id' | 'team_id' | 'agent_id' | 'agent_name' | 'name' | 
 
 export class SessionService {
   private readonly now: () => number;
+  /** API and public creations go to the store in batches (D-SESS-2). */
+  private readonly creations: CreationBatcher;
 
   constructor(private readonly deps: SessionServiceDeps) {
     this.now = deps.now ?? Date.now;
+    this.creations = new CreationBatcher(deps.sql, deps.pricePerMinuteMicros);
   }
 
   /**
@@ -429,9 +433,8 @@ export class SessionService {
       world_context: body.world_context ?? true,
       token_hash: createHash('sha256').update(token).digest('hex'),
     });
-    const price = this.deps.pricePerMinuteMicros;
     await this.gateway(session);
-    const row = await insertSession(this.deps.sql, session, isPublic ? { mode: 'require', minimumMicros: price } : { mode: 'hold', amountMicros: price });
+    const row = await this.creations.insert(session, isPublic ? 'require' : 'hold');
     if (!row) throw isPublic ? new ServiceError('forbidden', 'Agent is unavailable') : new ServiceError('payment_required', 'Out of API credit');
     return this.issue(row, token, req);
   }
