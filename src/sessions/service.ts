@@ -23,6 +23,7 @@ import {
 } from './store.ts';
 import { normalizeOrigin } from '../agents/service.ts';
 import { CreationBatcher } from './creation-batch.ts';
+import type { AgentCache } from '../agents/cache.ts';
 import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables, type StoredDraft } from '../agent-config/index.ts';
 import { RESERVED_PREFIX, VARIABLE_NAME, resolveTimezone, splitSecretVariables, type VariableValue } from './variables.ts';
 
@@ -294,6 +295,11 @@ export interface SessionServiceDeps {
    * before anything is charged or stored (`src/transport/livekit.ts` `livekitRoomEnsurer`).
    */
   ensureRoom?: EnsureRoom;
+  /**
+   * What creation reads of an agent, kept in memory and forgotten on every write of the agent
+   * (D-API-5, D-SESS-2); without it every creation reads the store.
+   */
+  agentCache?: Pick<AgentCache, 'readForCreation'>;
   /** The recording's state for the record (`recording`); without it, null. */
   recordingSummary?: (sessionId: string) => Promise<RecordingSummary | null>;
   now?: () => number;
@@ -394,7 +400,11 @@ export class SessionService {
   async create(req: CreateRequest): Promise<SessionCreated> {
     const body = req.body;
     const isPublic = req.principal === undefined;
-    const agent = await getSessionForCreation(this.deps.sql, body.agent_id, req.principal?.teamId);
+    const teamId = req.principal?.teamId;
+    // The agent of any team, kept in the agent cache; the caller's team is checked on every read.
+    const agent = this.deps.agentCache
+      ? await this.deps.agentCache.readForCreation(teamId, body.agent_id, () => getSessionForCreation(this.deps.sql, body.agent_id, undefined))
+      : await getSessionForCreation(this.deps.sql, body.agent_id, teamId);
     if (!agent) throw notFound('Agent');
 
     if (isPublic) {
