@@ -444,9 +444,31 @@ export class SessionService {
       token_hash: createHash('sha256').update(token).digest('hex'),
     });
     await this.gateway(session);
-    const row = await this.creations.insert(session, isPublic ? 'require' : 'hold');
+    // The token goes to the shared state while the session is inserted (D-SESS-3): one wait
+    // instead of two. Nobody holds the token before the answer, which waits for both; a
+    // creation that inserts nothing takes its token keys back.
+    const tokenStored = this.storeToken(token, session.id);
+    let row: SessionRow | undefined;
+    try {
+      row = await this.creations.insert(session, isPublic ? 'require' : 'hold');
+    } finally {
+      if (!row) void tokenStored.then(() => this.forgetToken(token, session.id));
+    }
     if (!row) throw isPublic ? new ServiceError('forbidden', 'Agent is unavailable') : new ServiceError('payment_required', 'Out of API credit');
-    return this.issue(row, token, req);
+    return this.issue(row, token, req, tokenStored);
+  }
+
+  /** Stores a session's token and its reverse key; resolves to the error when it could not (never rejects). */
+  private storeToken(token: string, sessionId: string): Promise<unknown> {
+    return Promise.all([
+      this.deps.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS),
+      this.deps.state.set(sessionTokenOfKey(sessionId), token, SESSION_TOKEN_TTL_MS),
+    ]).then(() => null, (err: unknown) => err ?? new Error('token store failed'));
+  }
+
+  /** Best effort: the keys of a token nobody was given (they expire in 60 s anyway). */
+  private async forgetToken(token: string, sessionId: string): Promise<void> {
+    await Promise.all([this.deps.state.del(sessionTokenKey(token)), this.deps.state.del(sessionTokenOfKey(sessionId))]).catch(() => {});
   }
 
   /**
@@ -462,14 +484,13 @@ export class SessionService {
     }
   }
 
-  /** Stores the token of a just-inserted session and answers its connection details. */
-  private async issue(row: SessionRow, token: string, req: { host?: string; forwardedProto?: string }): Promise<SessionCreated> {
-    try {
-      await Promise.all([
-        this.deps.state.set(sessionTokenKey(token), row.id, SESSION_TOKEN_TTL_MS),
-        this.deps.state.set(sessionTokenOfKey(row.id), token, SESSION_TOKEN_TTL_MS),
-      ]);
-    } catch (err) {
+  /**
+   * Answers a just-inserted session's connection details once its token is stored
+   * (`stored`: from `storeToken`, already under way; else stored now).
+   */
+  private async issue(row: SessionRow, token: string, req: { host?: string; forwardedProto?: string }, stored?: Promise<unknown>): Promise<SessionCreated> {
+    const err = await (stored ?? this.storeToken(token, row.id));
+    if (err) {
       // Nobody can ever join: end it at once so the hold is refunded.
       await markSessionEnded(this.deps.sql, row.id, { status: 'failed', reason: 'token_store_unavailable' }).catch(() => {});
       throw dependencyUnavailable('Session token store is unavailable: try again shortly', err);
