@@ -11,8 +11,7 @@ interface Waiting {
 
 /**
  * Session creations of this event loop, written together (D-SESS-2): every creation that
- * reaches its insert while `maxInFlight` batches are already in the store waits for the next
- * one, and each batch is one statement (`insertSessions`): one commit, one lock and one debit
+ * reaches its insert while a batch is already in the store waits for the next one, and each batch is one statement (`insertSessions`): one commit, one lock and one debit
  * of the team row for all of them, where one statement per creation queued every creation of
  * a team behind the previous one's commit (bench/README.md, "Creations"). A creation that
  * finds the store idle goes at once (on the next turn of the loop, with whatever else arrived
@@ -28,7 +27,11 @@ export class CreationBatcher {
   constructor(
     private readonly sql: Sql,
     private readonly priceMicros: bigint,
-    private readonly maxInFlight = 2,
+    /**
+     * Batches of this loop in the store at once. One: the batches of a team queue on its row
+     * anyway, so a second one in flight only halves both (measured: bench/README.md).
+     */
+    private readonly maxInFlight = 1,
     private readonly maxBatch = 100,
   ) {}
 
