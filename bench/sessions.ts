@@ -31,7 +31,7 @@
  * with the backends' event-loop delay; and session creations per second.
  */
 import { execFileSync, fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
@@ -284,9 +284,36 @@ async function main() {
   // The requests come from a child process: an HTTP client in this process would compete with
   // the platform for its event loop and measure itself (in-process fetch capped this at ~170/s;
   // autocannon in a child measured ~790/s on Postgres + Redis, see bench/README.md).
+  // --only creations: this phase alone, with what it cost (below); --cpu-profile then covers it.
+  const onlyAt = process.argv.indexOf('--only');
+  const onlyCreations = onlyAt > 0 && process.argv[onlyAt + 1] === 'creations';
   const creator = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'creator', BENCH_CREATOR: JSON.stringify({ url: platform.url, key, agent, seconds: creationSeconds, inFlight: 32 }) }, execArgv: ['--import=tsx'] });
-  const creation = await new Promise<{ created: number; failed: number; ms: number; latencyMs: { p50: number; p99: number } }>((r) => creator.once('message', (m) => r(m as never)));
+  // The creator loads, says ready, and starts when told: the cost window is the creations alone.
+  await new Promise((r) => creator.once('message', r));
+  const creationProbe = onlyCreations ? await startCreationProbe(process.argv.indexOf('--cpu-profile'), node?.threads ?? []) : null;
+  const created = new Promise<CreationReport>((r) => creator.once('message', (m) => r(m as never)));
+  creator.send('go');
+  const creation = await created;
   const creationsPerSecond = creation.created / (creation.ms / 1000);
+  if (creationProbe) {
+    const cost = await creationProbe.stop(creation);
+    console.log(JSON.stringify({
+      command: `npx tsx bench/sessions.ts --only creations --creations-seconds ${creationSeconds}${node ? ` --workers ${workerCount}` : ''}`,
+      store: platform.db.kind,
+      state: platform.state.kind,
+      workers: workerCount,
+      session_creations_per_second: round(creationsPerSecond, 1),
+      session_creations: creation.created,
+      session_creations_failed: creation.failed,
+      session_creation_latency_ms: creation.latencyMs,
+      ...cost,
+      machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
+    }));
+    await platform.close();
+    await Promise.all(backends.map((b) => b.stop()));
+    rmSync(timingsDir, { recursive: true, force: true });
+    process.exit(0);
+  }
 
   // --caller-frame-ms: how much audio each caller frame carries (10–100 ms, a multiple of 10;
   // default 100). The SDK sends 20 ms frames by default: each one costs the platform a websocket
@@ -592,9 +619,100 @@ function machineCpuSeconds(): { busy: number } | null {
   }
 }
 
+/** What the creator child reports: counts, latency, and its own CPU over the run. */
+interface CreationReport { created: number; failed: number; ms: number; latencyMs: { p50: number; p99: number }; cpuS: number }
+
+/**
+ * `--only creations`: what the creation phase cost. CPU of the platform (this process, every
+ * thread; each worker's thread), of the creator child (its own figure), of the machine, of the
+ * Postgres and Redis server processes (every client's: other work on the machine counts too);
+ * and the store round trips per creation as the servers count them (`pg_stat_database`
+ * transactions of the database, Redis `total_commands_processed`: machine-wide, so an upper
+ * bound when other work uses them). `--cpu-profile file`: the platform's main thread over the
+ * phase (the single loop; with `--workers` the workers are not profiled).
+ */
+async function startCreationProbe(profileAt: number, threads: (number | null)[]) {
+  const pg = process.env.DATABASE_URL ? (await import('postgres')).default(process.env.DATABASE_URL, { max: 1, onnotice: () => {} }) : null;
+  const redis = process.env.REDIS_URL ? new (await import('ioredis')).Redis(process.env.REDIS_URL) : null;
+  const counters = async () => ({
+    pgXacts: pg ? Number((await pg`select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()`)[0]!.n) : null,
+    redisCommands: redis ? Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]) : null,
+  });
+  const profiler = profileAt > 0 ? new inspector.Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  const c0 = await counters();
+  const servers0 = serverCpu();
+  const main0 = procCpuSeconds([process.pid], `/proc/${process.pid}/task/${process.pid}/stat`);
+  const machine0 = machineCpuSeconds();
+  const cpu0 = process.cpuUsage();
+  const workerStat = threads.map((tid) => (tid ? `/proc/${process.pid}/task/${tid}/stat` : null));
+  const workers0 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
+  const t0 = performance.now();
+  return {
+    async stop(creation: CreationReport) {
+      const wallS = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const main1 = procCpuSeconds([process.pid], `/proc/${process.pid}/task/${process.pid}/stat`);
+      const machine1 = machineCpuSeconds();
+      const servers1 = serverCpu();
+      const c1 = await counters();
+      const workers1 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
+      if (profiler) {
+        const { profile } = await profiler.post('Profiler.stop');
+        await writeFile(process.argv[profileAt + 1]!, JSON.stringify(profile));
+        profiler.disconnect();
+      }
+      await pg?.end();
+      redis?.disconnect();
+      const cores = (a: number | null, b: number | null) => (a === null || b === null ? null : round((b - a) / wallS, 3));
+      const platformCoreS = (cpu.user + cpu.system) / 1e6;
+      const per = (a: number | null, b: number | null) => (a === null || b === null || !creation.created ? null : round((b - a) / creation.created, 2));
+      return {
+        platform_cpu_cores: round(platformCoreS / wallS, 3),
+        platform_main_thread_cores: cores(main0, main1),
+        ...(threads.length ? { worker_thread_cpu_cores: workers1.map((c, i) => cores(workers0[i]!, c)) } : {}),
+        platform_cpu_ms_per_creation: creation.created ? round((platformCoreS * 1000) / creation.created, 3) : null,
+        creator_cpu_cores: round(creation.cpuS / (creation.ms / 1000), 3),
+        postgres_cpu_cores: round(servers1.postgres(servers0) / wallS, 3),
+        redis_cpu_cores: round(servers1.redis(servers0) / wallS, 3),
+        machine_busy_cores: machine0 && machine1 ? round((machine1.busy - machine0.busy) / wallS, 3) : null,
+        postgres_transactions_per_creation: per(c0.pgXacts, c1.pgXacts),
+        redis_commands_per_creation: per(c0.redisCommands, c1.redisCommands),
+        note: 'postgres_* and redis_* count every client of those servers (other work on the machine included); Postgres CPU sums the processes alive at the end',
+      };
+    },
+  };
+}
+
+/**
+ * CPU seconds of every Postgres and Redis server process now (Linux `/proc`; empty elsewhere);
+ * `postgres(before)` / `redis(before)`: the seconds spent since, a process born since counted whole.
+ */
+function serverCpu() {
+  const cpu = new Map<string, { kind: 'postgres' | 'redis'; s: number }>();
+  let dirs: string[] = [];
+  try { dirs = readdirSync('/proc').filter((d) => /^\d+$/.test(d)); } catch { /* not Linux */ }
+  for (const d of dirs) {
+    try {
+      const comm = readFileSync(`/proc/${d}/comm`, 'utf8');
+      const kind = comm.startsWith('postgres') ? 'postgres' : comm.startsWith('redis-server') ? 'redis' : null;
+      if (kind) cpu.set(d, { kind, s: procCpuSeconds([Number(d)]) ?? 0 });
+    } catch { /* gone */ }
+  }
+  const since = (kind: 'postgres' | 'redis') => (before: { cpu: Map<string, { s: number }> }) =>
+    [...cpu].filter(([, v]) => v.kind === kind).reduce((sum, [pid, v]) => sum + Math.max(0, v.s - (before.cpu.get(pid)?.s ?? 0)), 0);
+  return { cpu, postgres: since('postgres'), redis: since('redis') };
+}
+
 /** The creator child: session creations in a closed loop (autocannon, a light client), reported once. */
 async function creator() {
   const { url, key, agent, seconds, inFlight } = JSON.parse(process.env.BENCH_CREATOR!) as { url: string; key: string; agent: string; seconds: number; inFlight: number };
+  await new Promise((r) => { process.once('message', r); process.send!('ready'); });
+  const cpu0 = process.cpuUsage();
   const r = await autocannon({
     url: `${url}/v1/agent/sessions`,
     method: 'POST',
@@ -603,7 +721,8 @@ async function creator() {
     headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ agent_id: agent }),
   });
-  process.send!({ created: r['2xx'], failed: r.non2xx + r.errors + r.timeouts, ms: r.duration * 1000, latencyMs: { p50: r.latency.p50, p99: r.latency.p99 } }, () => process.exit(0));
+  const cpu = process.cpuUsage(cpu0);
+  process.send!({ created: r['2xx'], failed: r.non2xx + r.errors + r.timeouts, ms: r.duration * 1000, latencyMs: { p50: r.latency.p50, p99: r.latency.p99 }, cpuS: (cpu.user + cpu.system) / 1e6 } satisfies CreationReport, () => process.exit(0));
 }
 
 if (process.env.BENCH_ROLE === 'callers') void callers();

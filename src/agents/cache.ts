@@ -6,6 +6,8 @@ import type { AgentRow } from './store.ts';
 export const AGENT_CHANGED_CHANNEL = 'agents:changed';
 /** Rows kept at most; past it the cache starts again empty (a bound, not an LRU). */
 const MAX_ROWS = 10_000;
+/** Creation views kept at most (each holds a published config): a bound, not an LRU. */
+const MAX_CREATION_VIEWS = 1_000;
 
 /**
  * Agent rows as `GET /v1/agent/agents/{id}` reads them, kept in memory so a read that changes
@@ -25,6 +27,12 @@ const MAX_ROWS = 10_000;
  */
 export class AgentCache {
   private readonly rows = new Map<string, AgentRow>();
+  /**
+   * What session creation reads of an agent (the row and its latest published version,
+   * `getSessionForCreation`), under the same rules: publish, profile updates and delete all
+   * call `changed`, so a creation never starts a version older than the last publish answered.
+   */
+  private readonly creationViews = new Map<string, { team_id: string }>();
   private epoch = 0;
   /** Memory shared state is one node and one worker: invalidation is synchronous, no barrier. */
   private readonly barrier: boolean;
@@ -62,6 +70,32 @@ export class AgentCache {
     return row;
   }
 
+  /**
+   * The view of agent `id` that session creation needs, from memory when current, else from
+   * `load`; of any team when `teamId` is undefined (keyless requests to public agents).
+   */
+  async readForCreation<T extends { team_id: string }>(teamId: string | undefined, id: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    if (this.barrier) {
+      try {
+        await this.state.sync();
+      } catch (err) {
+        this.log?.warn({ err }, 'agent cache barrier failed; reading the store');
+        this.clear();
+        return load();
+      }
+    }
+    const hit = this.creationViews.get(id) as T | undefined;
+    if (hit) return teamId === undefined || hit.team_id === teamId ? hit : undefined;
+    const at = this.epoch;
+    // Read of any team, kept for every caller; the team check above applies to each.
+    const row = await load();
+    if (row && at === this.epoch) {
+      if (this.creationViews.size >= MAX_CREATION_VIEWS) this.creationViews.clear();
+      this.creationViews.set(id, row);
+    }
+    return row && (teamId === undefined || row.team_id === teamId) ? row : undefined;
+  }
+
   /** After a committed write of agent `id`: forget it here, then tell every other worker and node. */
   async changed(id: string): Promise<void> {
     this.drop(id);
@@ -74,10 +108,12 @@ export class AgentCache {
   private drop(id: string): void {
     this.epoch++;
     this.rows.delete(id);
+    this.creationViews.delete(id);
   }
 
   private clear(): void {
     this.epoch++;
     this.rows.clear();
+    this.creationViews.clear();
   }
 }

@@ -20,8 +20,8 @@ import { SessionService } from './service.ts';
  */
 export const sessionsModule = defineModule({
   name: 'sessions',
-  needs: ['http', 'config', 'log', 'sql', 'state', 'box', 'inference', 'metrics', 'recordings', 'port', 'worker'],
-  async start({ http, config, log, sql, state, box, inference, metrics, recordings, port, worker }, onClose) {
+  needs: ['http', 'config', 'log', 'sql', 'state', 'box', 'inference', 'metrics', 'recordings', 'port', 'worker', 'agentCache'],
+  async start({ http, config, log, sql, state, box, inference, metrics, recordings, port, worker, agentCache }, onClose) {
     const base = nodeAt(config.node, config.host, port);
     // Each worker of a node is a node of the registry, at the node's one public URL (D-SCALE-2).
     const nodeIdOf = (i: number) => `${base.id}/w${i}`;
@@ -57,6 +57,7 @@ export const sessionsModule = defineModule({
       recordingSummary: (id) => recordings.summary(id),
       state,
       box,
+      agentCache,
       pricePerMinuteMicros: config.sessionPricePerMinuteMicros,
       publicRatePerAgent: config.publicRatePerAgent,
       publicRatePerIp: config.publicRatePerIp,

@@ -22,6 +22,8 @@ import {
   type SessionRow,
 } from './store.ts';
 import { normalizeOrigin } from '../agents/service.ts';
+import { CreationBatcher } from './creation-batch.ts';
+import type { AgentCache } from '../agents/cache.ts';
 import { LIMITS, SPEAKING_LANGUAGES, SYSTEM_VARIABLES, countPromptTokens, isTimeZone, unknownSystemVariables, type StoredDraft } from '../agent-config/index.ts';
 import { RESERVED_PREFIX, VARIABLE_NAME, resolveTimezone, splitSecretVariables, type VariableValue } from './variables.ts';
 
@@ -293,6 +295,11 @@ export interface SessionServiceDeps {
    * before anything is charged or stored (`src/transport/livekit.ts` `livekitRoomEnsurer`).
    */
   ensureRoom?: EnsureRoom;
+  /**
+   * What creation reads of an agent, kept in memory and forgotten on every write of the agent
+   * (D-API-5, D-SESS-2); without it every creation reads the store.
+   */
+  agentCache?: Pick<AgentCache, 'readForCreation'>;
   /** The recording's state for the record (`recording`); without it, null. */
   recordingSummary?: (sessionId: string) => Promise<RecordingSummary | null>;
   now?: () => number;
@@ -375,9 +382,12 @@ type SessionDefaulted = 'id' | 'team_id' | 'agent_id' | 'agent_name' | 'name' | 
 
 export class SessionService {
   private readonly now: () => number;
+  /** API and public creations go to the store in batches (D-SESS-2). */
+  private readonly creations: CreationBatcher;
 
   constructor(private readonly deps: SessionServiceDeps) {
     this.now = deps.now ?? Date.now;
+    this.creations = new CreationBatcher(deps.sql, deps.pricePerMinuteMicros);
   }
 
   /**
@@ -390,7 +400,11 @@ export class SessionService {
   async create(req: CreateRequest): Promise<SessionCreated> {
     const body = req.body;
     const isPublic = req.principal === undefined;
-    const agent = await getSessionForCreation(this.deps.sql, body.agent_id, req.principal?.teamId);
+    const teamId = req.principal?.teamId;
+    // The agent of any team, kept in the agent cache; the caller's team is checked on every read.
+    const agent = this.deps.agentCache
+      ? await this.deps.agentCache.readForCreation(teamId, body.agent_id, () => getSessionForCreation(this.deps.sql, body.agent_id, undefined))
+      : await getSessionForCreation(this.deps.sql, body.agent_id, teamId);
     if (!agent) throw notFound('Agent');
 
     if (isPublic) {
@@ -429,11 +443,32 @@ export class SessionService {
       world_context: body.world_context ?? true,
       token_hash: createHash('sha256').update(token).digest('hex'),
     });
-    const price = this.deps.pricePerMinuteMicros;
     await this.gateway(session);
-    const row = await insertSession(this.deps.sql, session, isPublic ? { mode: 'require', minimumMicros: price } : { mode: 'hold', amountMicros: price });
+    // The token goes to the shared state while the session is inserted (D-SESS-3): one wait
+    // instead of two. Nobody holds the token before the answer, which waits for both; a
+    // creation that inserts nothing takes its token keys back.
+    const tokenStored = this.storeToken(token, session.id);
+    let row: SessionRow | undefined;
+    try {
+      row = await this.creations.insert(session, isPublic ? 'require' : 'hold');
+    } finally {
+      if (!row) void tokenStored.then(() => this.forgetToken(token, session.id));
+    }
     if (!row) throw isPublic ? new ServiceError('forbidden', 'Agent is unavailable') : new ServiceError('payment_required', 'Out of API credit');
-    return this.issue(row, token, req);
+    return this.issue(row, token, req, tokenStored);
+  }
+
+  /** Stores a session's token and its reverse key; resolves to the error when it could not (never rejects). */
+  private storeToken(token: string, sessionId: string): Promise<unknown> {
+    return Promise.all([
+      this.deps.state.set(sessionTokenKey(token), sessionId, SESSION_TOKEN_TTL_MS),
+      this.deps.state.set(sessionTokenOfKey(sessionId), token, SESSION_TOKEN_TTL_MS),
+    ]).then(() => null, (err: unknown) => err ?? new Error('token store failed'));
+  }
+
+  /** Best effort: the keys of a token nobody was given (they expire in 60 s anyway). */
+  private async forgetToken(token: string, sessionId: string): Promise<void> {
+    await Promise.all([this.deps.state.del(sessionTokenKey(token)), this.deps.state.del(sessionTokenOfKey(sessionId))]).catch(() => {});
   }
 
   /**
@@ -449,14 +484,13 @@ export class SessionService {
     }
   }
 
-  /** Stores the token of a just-inserted session and answers its connection details. */
-  private async issue(row: SessionRow, token: string, req: { host?: string; forwardedProto?: string }): Promise<SessionCreated> {
-    try {
-      await Promise.all([
-        this.deps.state.set(sessionTokenKey(token), row.id, SESSION_TOKEN_TTL_MS),
-        this.deps.state.set(sessionTokenOfKey(row.id), token, SESSION_TOKEN_TTL_MS),
-      ]);
-    } catch (err) {
+  /**
+   * Answers a just-inserted session's connection details once its token is stored
+   * (`stored`: from `storeToken`, already under way; else stored now).
+   */
+  private async issue(row: SessionRow, token: string, req: { host?: string; forwardedProto?: string }, stored?: Promise<unknown>): Promise<SessionCreated> {
+    const err = await (stored ?? this.storeToken(token, row.id));
+    if (err) {
       // Nobody can ever join: end it at once so the hold is refunded.
       await markSessionEnded(this.deps.sql, row.id, { status: 'failed', reason: 'token_store_unavailable' }).catch(() => {});
       throw dependencyUnavailable('Session token store is unavailable: try again shortly', err);

@@ -113,6 +113,78 @@ export async function insertSession(sql: Sql, s: NewSession, billing: CreationBi
   return row;
 }
 
+/** The columns a new session sets (the rest take their defaults). */
+const NEW_SESSION_COLUMNS = [
+  'id', 'team_id', 'agent_id', 'agent_name', 'version_number', 'config_hash', 'name', 'source', 'direction', 'transport',
+  'expires_at', 'max_duration_seconds', 'overrides', 'dynamic_variables', 'secret_variables', 'tool_events', 'end_user_id',
+  'metadata', 'record_audio', 'timezone', 'client_timezone', 'world_context', 'price_per_minute_micros', 'charged_micros',
+  'caller_number', 'dialed_number', 'token_hash', 'preview', 'preview_config', 'preview_pinned',
+] as const;
+
+/**
+ * Several creations in ONE statement, as `insertSession` would take them one after another in
+ * this order (bench/README.md, "Creations"): each `hold` takes `priceMicros` from its team
+ * while the credit covers it, each `require` needs the credit left after the holds before it
+ * to be at least `priceMicros`. Every creation pays the same `priceMicros` (the node's price):
+ * then a running sum per team decides exactly what the statements in a row would have, since
+ * after the first refusal of a team every later one is refused too. The team rows are locked
+ * in id order (two batches never deadlock), each team's credit is debited once, and every
+ * ledger entry and session is inserted, all or nothing. Answers in the order given: the row,
+ * or undefined where the credit was short (nothing charged, nothing inserted for it).
+ */
+export async function insertSessions(sql: Sql, items: { session: NewSession; mode: 'hold' | 'require' }[], priceMicros: bigint): Promise<(SessionRow | undefined)[]> {
+  const price = priceMicros.toString();
+  const rows = items.map(({ session: s, mode }) => {
+    const o: Record<string, unknown> = {};
+    for (const c of NEW_SESSION_COLUMNS) {
+      const v = (s as unknown as Record<string, unknown>)[c];
+      o[c] = typeof v === 'bigint' ? v.toString() : v instanceof Date ? v.toISOString() : v ?? null;
+    }
+    o.preview = s.preview ?? false;
+    o.preview_pinned = s.preview ? (s.preview_pinned ?? {}) : null;
+    o.charged_micros = mode === 'hold' ? price : '0';
+    o.holds = mode === 'hold';
+    // \`metadata\` is a json column that keeps the caller's key order: carried as its text,
+    // since the batch itself travels as jsonb (which sorts keys).
+    o.metadata = null;
+    o.metadata_text = JSON.stringify(s.metadata ?? {});
+    return o;
+  });
+  // Constant identifiers, not input.
+  const cols = sql.unsafe(NEW_SESSION_COLUMNS.join(', '));
+  const values = sql.unsafe(NEW_SESSION_COLUMNS.map((c) => (c === 'metadata' ? 'metadata_text::json' : c)).join(', '));
+  const inserted = await sql<SessionRow[]>`
+    with req as (
+      select e.n, (e.j->>'holds')::boolean as holds, e.j->>'metadata_text' as metadata_text, s.*
+      from jsonb_array_elements(${sql.json(rows as never)}::jsonb) with ordinality as e(j, n),
+           lateral jsonb_populate_record(null::sessions, e.j) as s
+    ),
+    team as (
+      select id, credit_micros from teams where id in (select team_id from req) order by id for update
+    ),
+    ok as (
+      select * from (
+        select req.*, team.credit_micros - sum(req.charged_micros) over (partition by req.team_id order by req.n) as left_after
+        from req join team on team.id = req.team_id
+      ) r
+      where r.left_after >= case when r.holds then 0 else ${price}::bigint end
+    ),
+    paid as (
+      update teams set credit_micros = teams.credit_micros - t.total
+      from (select team_id, sum(charged_micros) as total from ok group by team_id) t
+      where teams.id = t.team_id and t.total <> 0
+    ),
+    ledger as (
+      insert into credit_ledger (team_id, amount_micros, reason, ref)
+      select team_id, -charged_micros, 'session_hold', id from ok where charged_micros <> 0 order by n
+    )
+    insert into sessions (${cols})
+    select ${values} from ok order by n
+    returning *`;
+  const byId = new Map(inserted.map((r) => [r.id, r]));
+  return items.map(({ session }) => byId.get(session.id));
+}
+
 /** An agent with what session creation needs, and its latest published version (nulls when never published). */
 export interface AgentForSession {
   id: string;

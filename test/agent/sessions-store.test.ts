@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
-import { appendSessionItems, getSessionRuntime, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds } from '../../src/sessions/store.ts';
+import { appendSessionItems, getSessionRuntime, insertSessions, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds, type NewSession } from '../../src/sessions/store.ts';
+import { CreationBatcher } from '../../src/sessions/creation-batch.ts';
 import { PRICE, anon, credit, makeAgent } from './sessions-helpers.ts';
 
 /** The store functions the session runtime calls (docs/sessions-contract.md). */
@@ -135,4 +136,54 @@ t.test('refundExpiredHolds: an expired pending session stays pending and gets it
   await markSessionEnded(sql, id, { status: 'completed', reason: 'ended_by_api' });
   t.same((await ledger(team.teamId)).map((e) => e.reason), ['session_hold', 'session_refund'], 'refunded exactly once');
   t.equal(await credit(app, team.teamId), 5n * PRICE);
+});
+
+/** A new session row of `teamId`'s `agentId` as creation builds it. */
+function row(teamId: string, agentId: string, fields: Partial<NewSession> = {}): NewSession {
+  return {
+    id: `sess_${Math.random().toString(16).slice(2).padEnd(24, '0').slice(0, 24)}`, team_id: teamId, agent_id: agentId, agent_name: 'Session agent',
+    version_number: 1, config_hash: 'h', name: null, source: 'api_key', direction: 'inbound', transport: 'websocket',
+    expires_at: new Date(Date.now() + 60_000), max_duration_seconds: 600, overrides: {}, dynamic_variables: {}, secret_variables: null,
+    tool_events: true, end_user_id: null, metadata: {}, record_audio: false, timezone: 'UTC', client_timezone: null, world_context: true,
+    price_per_minute_micros: PRICE, caller_number: null, dialed_number: null, token_hash: 'x',
+    ...fields,
+  };
+}
+
+t.test('insertSessions: a batch decides each creation as one statement per creation would, in order, per team', async (t) => {
+  const a = await app.newTeam({ creditMicros: 2n * PRICE });
+  const b = await app.newTeam({ creditMicros: PRICE });
+  const agentA = await makeAgent(app, { auth: a.auth });
+  const agentB = await makeAgent(app, { auth: b.auth });
+  const items = [
+    { session: row(a.teamId, agentA, { metadata: { zeta: 1, alpha: 2 } }), mode: 'hold' as const }, // credit 2 → 1
+    { session: row(a.teamId, agentA, { source: 'public' }), mode: 'require' as const }, // 1 left ≥ the price: yes, nothing taken
+    { session: row(b.teamId, agentB), mode: 'hold' as const }, // B: 1 → 0
+    { session: row(a.teamId, agentA), mode: 'hold' as const }, // 1 → 0
+    { session: row(a.teamId, agentA), mode: 'hold' as const }, // short: refused
+    { session: row(a.teamId, agentA, { source: 'public' }), mode: 'require' as const }, // 0 left: refused
+    { session: row(b.teamId, agentB), mode: 'hold' as const }, // B short: refused
+  ];
+  const out = await insertSessions(sql, items, PRICE);
+  t.same(out.map((r) => r?.id ?? null), items.map((x, i) => ([0, 1, 2, 3].includes(i) ? x.session.id : null)));
+  t.same(out.map((r) => (r ? BigInt(r.charged_micros) : null)), [PRICE, 0n, PRICE, PRICE, null, null, null], 'the hold on each row that took one');
+  t.same(Object.keys(out[0]!.metadata), ['zeta', 'alpha'], 'metadata keeps its key order');
+  t.equal(await credit(app, a.teamId), 0n);
+  t.equal(await credit(app, b.teamId), 0n);
+  t.same((await ledger(a.teamId)).map((e) => [e.amount, e.reason, e.ref]), [[-PRICE, 'session_hold', items[0]!.session.id], [-PRICE, 'session_hold', items[3]!.session.id]]);
+  const stored = await sql`select id from sessions where id in ${sql(items.map((x) => x.session.id))}`;
+  t.equal(stored.length, 4, 'nothing stored for a refused creation');
+});
+
+t.test('CreationBatcher: concurrent creations share a statement; a row the store refuses fails only its own creation', async (t) => {
+  const team = await app.newTeam({ creditMicros: 10n * PRICE });
+  const agent = await makeAgent(app, { auth: team.auth });
+  const batcher = new CreationBatcher(sql, PRICE);
+  // A NUL cannot be stored in text: that row's statement fails; the batch is retried one by one.
+  const bad = row(team.teamId, agent, { name: 'a\u0000b' });
+  const good = [row(team.teamId, agent), row(team.teamId, agent), row(team.teamId, agent)];
+  const results = await Promise.allSettled([batcher.insert(good[0]!, 'hold'), batcher.insert(bad, 'hold'), batcher.insert(good[1]!, 'hold'), batcher.insert(good[2]!, 'require')]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  t.same(results.map((r) => (r.status === 'fulfilled' ? r.value?.id : null)), [good[0]!.id, null, good[1]!.id, good[2]!.id]);
+  t.equal(await credit(app, team.teamId), 8n * PRICE, 'two holds taken, none for the refused row');
 });

@@ -67,6 +67,24 @@ t.test('409: Agent is archived', async (t) => {
   t.equal(r.body.message, 'Agent is archived');
 });
 
+t.test('what creation reads of an agent follows each write at once: publish, public switch, archive, delete', async (t) => {
+  // Creation keeps the agent and its published version in memory (D-SESS-2): every write
+  // answered before a creation is seen by it.
+  const agent = await makeAgent(app, { config: { conversation: { max_duration_seconds: 600 } }, public_enabled: true, allowed_origins: [ORIGIN] });
+  t.equal((await create({ agent_id: agent })).body.max_duration_seconds, 600);
+  t.equal((await anon(app, { agent_id: agent }, { Origin: ORIGIN })).status, 200);
+  t.equal((await app.req('PATCH', `/v1/agent/agents/${agent}/config`, { conversation: { max_duration_seconds: 300 } })).status, 200);
+  t.equal((await create({ agent_id: agent })).body.max_duration_seconds, 600, 'a draft change alone runs nothing new');
+  t.equal((await app.req('POST', `/v1/agent/agents/${agent}/publish`)).status, 200);
+  t.equal((await create({ agent_id: agent })).body.max_duration_seconds, 300, 'the version just published');
+  t.equal((await app.req('PATCH', `/v1/agent/agents/${agent}`, { public_enabled: false })).status, 200);
+  t.equal((await anon(app, { agent_id: agent }, { Origin: ORIGIN })).status, 403);
+  t.equal((await app.req('PATCH', `/v1/agent/agents/${agent}`, { status: 'archived' })).status, 200);
+  t.equal((await create({ agent_id: agent })).status, 409);
+  t.equal((await app.req('DELETE', `/v1/agent/agents/${agent}`)).status, 204);
+  t.equal((await create({ agent_id: agent })).status, 404);
+});
+
 t.test('404: unknown agent, and another team\'s agent exactly alike', async (t) => {
   const missing = await create({ agent_id: 'agent_000000000000000000000000' });
   t.equal(missing.status, 404);
