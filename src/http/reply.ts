@@ -41,6 +41,9 @@ export class Reply {
    */
   constructor(private readonly res: uws.HttpResponse, private readonly requestId: string) {}
 
+  /** A streamed response's status and headers not written yet (`begin` with `withFirstWrite`). */
+  private pendingHead?: { status: number; headers: Record<string, string> };
+
   /** Headers added to whatever response this request ends with (`X-Generation-Id`). */
   addBaseHeader(name: string, value: string): void {
     (this.extraHeaders ??= []).push(name, value);
@@ -95,12 +98,32 @@ export class Reply {
     this.send(status, JSON.stringify(value), headers, 'application/json');
   }
 
-  /** Starts a streamed (chunked) response. */
-  begin(status: number, headers: Record<string, string>): void {
+  /**
+   * Starts a streamed (chunked) response. `withFirstWrite`: the status line and headers go
+   * out with the first `write` (or `end`, `flush`, `destroy`) in one send, not in a send of
+   * their own: the client reads head and first bytes in one wakeup (bench/README.md, "tts.ts:
+   * time to first audio"). `started` is set now either way.
+   */
+  begin(status: number, headers: Record<string, string>, withFirstWrite = false): void {
     if (this.aborted || this.started) return;
     this.started = true;
     this.status = status;
-    this.res.cork(() => this.writeHead(status, headers));
+    if (withFirstWrite) this.pendingHead = { status, headers };
+    else this.res.cork(() => this.writeHead(status, headers));
+  }
+
+  /** Writes a head held back by `begin(…, true)`; inside a cork. */
+  private writePendingHead(): void {
+    const h = this.pendingHead;
+    if (!h) return;
+    this.pendingHead = undefined;
+    this.writeHead(h.status, h.headers);
+  }
+
+  /** Sends a head held back by `begin(…, true)` now, with no body bytes. */
+  flush(): void {
+    if (!this.pendingHead || this.aborted || this.ended) return;
+    this.res.cork(() => this.writePendingHead());
   }
 
   /**
@@ -113,6 +136,7 @@ export class Reply {
     let ok = true;
     this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     this.res.cork(() => {
+      this.writePendingHead();
       ok = this.res.write(chunk);
     });
     if (ok) return;
@@ -134,6 +158,7 @@ export class Reply {
     if (this.aborted || this.ended) return;
     this.ended = true;
     this.res.cork(() => {
+      this.writePendingHead();
       if (chunk !== undefined) this.res.end(chunk);
       else this.res.end();
     });
@@ -142,6 +167,7 @@ export class Reply {
   /** Ends a streamed response abruptly (the client sees a truncated transfer, never a clean 200). */
   destroy(): void {
     if (this.aborted || this.ended) return;
+    this.flush(); // as before `withFirstWrite`: the client saw a 200, then a truncated body
     this.ended = true;
     this.res.close();
   }
