@@ -28,6 +28,16 @@ const SWEEP_MS = 20;
 /** 16 kHz × 2 bytes. */
 const BYTES_PER_MS = 32;
 
+/**
+ * `n` bytes (uninitialised) as a plain Uint8Array, carved from Node's shared buffer pool when `n`
+ * is under its 4 KB limit (every caller frame and batch is): a new ArrayBuffer per 20 ms frame
+ * cost several times the copy itself and fed the collector (bench/README.md, tenth pass).
+ */
+export function pooledBytes(n: number): Uint8Array {
+  const b = Buffer.allocUnsafe(n);
+  return new Uint8Array(b.buffer, b.byteOffset, n);
+}
+
 /** A clock for the sweep (tests pass a manual one). */
 export interface BatchClock {
   now(): number;
@@ -116,7 +126,7 @@ export class AudioBatcher {
     let out: Uint8Array;
     if (parts.length === 1) out = parts[0]!;
     else {
-      out = new Uint8Array(this.bytes);
+      out = pooledBytes(this.bytes);
       let at = 0;
       for (const p of parts) {
         out.set(p, at);

@@ -19,6 +19,7 @@ import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
 import { stallWatch } from '../http/ws-frames.ts';
 import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
+import { pooledBytes } from '../sessions/audio-batch.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
 /** Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio). */
@@ -55,6 +56,9 @@ interface UserData {
   inStart: number;
   /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
   stall?: ReturnType<typeof stallWatch>;
+  /** Agent audio frames handed over and not yet written (`writeAudio`), and the socket's handle. */
+  out: Uint8Array[];
+  ws?: uws.WebSocket<UserData>;
 }
 
 const CLIENT_TYPES = new Set(['user.message', 'user.activity', 'user.interrupt', 'user.hangup', 'client_tool.result']);
@@ -107,6 +111,40 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
   // them from there (`session.ended`, then 1000 `shutdown`), so this worker waits for that.
   const relayed = new Set<UserData>();
   let relaysClosed: (() => void) | undefined;
+  /**
+   * Agent audio is written once the code that handed it over has run (a microtask): the frames
+   * a session's pacing tick hands over back to back (two 20 ms frames per 40 ms tick,
+   * actors/playout.ts) leave in one socket write, as separate 20 ms messages. A socket write
+   * per frame was the largest single cost of a talking session (bench/README.md, tenth pass).
+   * A JSON message writes the socket's pending audio first: the order on the wire is the order
+   * of the calls.
+   */
+  let pending: UserData[] = [];
+  const writeAudio = (d: UserData) => {
+    const frames = d.out;
+    if (frames.length === 0) return;
+    d.out = [];
+    // A closed socket's handle is invalid (uWS throws on any use of it).
+    const ws = d.ws;
+    if (d.closed || !ws) return;
+    if (ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES) {
+      d.stall?.behind();
+      const before = droppedOut;
+      droppedOut += frames.length;
+      // Warned at the first drop and every 1,024 after it.
+      if (Math.floor((before - 1) / 1024) !== Math.floor((droppedOut - 1) / 1024)) log.warn({ dropped: droppedOut }, 'websocket client too slow: agent audio frames dropped');
+      return;
+    }
+    d.stall?.caughtUp();
+    ws.cork(() => {
+      for (const f of frames) ws.send(f, true);
+    });
+  };
+  const writeAllAudio = () => {
+    const sockets = pending;
+    pending = [];
+    for (const d of sockets) writeAudio(d);
+  };
   http.ws<UserData>(CONNECT_PATH, {
     compression: 0,
     maxPayloadLength: MAX_FRAME_BYTES,
@@ -119,11 +157,12 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       // token is checked after the upgrade so that refusals reach the client as close codes.
       const q = new URLSearchParams(readQuery(req));
       const hs = readHandshake(req);
-      const data: UserData = { token: q.get('token') ?? '', sessionId: q.get('session_id') ?? '', resume: q.get('resume') ?? '', closed: false, inBytes: 0, inStart: 0 };
+      const data: UserData = { token: q.get('token') ?? '', sessionId: q.get('session_id') ?? '', resume: q.get('resume') ?? '', closed: false, inBytes: 0, inStart: 0, out: [] };
       acceptUpgrade<UserData>(res, hs, data, context);
     },
     open: (ws) => {
       const d = ws.getUserData();
+      d.ws = ws;
       const refuse = (code: number, reason: string) => {
         if (!d.closed) {
           d.closed = true;
@@ -133,18 +172,14 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       const link: ClientLink = {
         message: (m) => {
           if (d.closed) return;
+          if (d.out.length > 0) writeAudio(d);
           ws.cork(() => ws.send(JSON.stringify(m), false));
         },
         audio: (pcm) => {
           if (d.closed) return;
-          if (ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES) {
-            d.stall?.behind();
-            droppedOut++;
-            if ((droppedOut & 1023) === 1) log.warn({ dropped: droppedOut }, 'websocket client too slow: agent audio frames dropped');
-            return;
-          }
-          d.stall?.caughtUp();
-          ws.cork(() => ws.send(pcm, true));
+          // The frame is not copied: queued agent audio is never written to (actors/playout.ts).
+          if (d.out.push(pcm) > 1) return;
+          if (pending.push(d) === 1) queueMicrotask(writeAllAudio);
         },
         close: (code, reason) => refuse(code, reason),
       };
@@ -202,10 +237,17 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         const allowed = (Date.now() - d.inStart + INPUT_BURST_MS) * BYTES_PER_MS;
         if (d.inBytes + message.byteLength > allowed) return; // faster than real time: dropped
         d.inBytes += message.byteLength;
-        // uWS reuses the ArrayBuffer after this callback: copy the frame.
-        const frame = message.slice(0);
-        if (relay) relay.postMessage({ t: 'audio', buf: frame } satisfies RelayedFrame, [frame]);
-        else live!.handle.sendAudio(new Uint8Array(frame));
+        // uWS reuses the ArrayBuffer after this callback: copy the frame. To a worker, an
+        // ArrayBuffer of its own (it is transferred); here, into Node's shared buffer pool
+        // (`pooledBytes`), not an ArrayBuffer per frame.
+        if (relay) {
+          const frame = message.slice(0);
+          relay.postMessage({ t: 'audio', buf: frame } satisfies RelayedFrame, [frame]);
+        } else {
+          const frame = pooledBytes(message.byteLength);
+          frame.set(new Uint8Array(message));
+          live!.handle.sendAudio(frame);
+        }
         return;
       }
       const text = Buffer.from(message).toString('utf8');
