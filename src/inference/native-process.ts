@@ -23,7 +23,10 @@ export interface NativeProcessOptions {
   engine?: 'espeak' | 'synthetic';
   /** Extra environment for the child. */
   env?: Record<string, string>;
-  /** How long to wait for the ready line (default 30 s: espeak compiles its WASM at start). */
+  /**
+   * How long to wait for the ready line (default 60 s: espeak compiles its WASM at start, and on a
+   * busy 2-core machine the child's TypeScript load alone was measured at ~40 s).
+   */
   readyTimeoutMs?: number;
   /** Restart when it dies (default true); delays grow 250 ms → 10 s. */
   restart?: boolean;
@@ -67,7 +70,7 @@ function startChild(address: string, o: NativeProcessOptions): { child: ChildPro
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error('native backend did not become ready in time'));
-    }, o.readyTimeoutMs ?? 30_000);
+    }, o.readyTimeoutMs ?? 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       const nl = buf.indexOf('\n');
