@@ -109,9 +109,43 @@ export function readHandshake(req: uws.HttpRequest): Handshake {
   return { key: req.getHeader('sec-websocket-key'), protocol: req.getHeader('sec-websocket-protocol'), extensions: req.getHeader('sec-websocket-extensions') };
 }
 
-/** Completes an upgrade with the connection's `data`, corked; `protocol` answers one chosen subprotocol. */
-export function acceptUpgrade<T>(res: uws.HttpResponse, hs: Handshake, data: T, context: uws.us_socket_context_t, protocol = hs.protocol): void {
-  res.cork(() => res.upgrade<T>(data, hs.key, protocol, hs.extensions, context));
+/** The upgrade request whose route `upgrade` callback is running now (its synchronous part). */
+let upgradingNow: uws.HttpResponse | undefined;
+
+export interface AcceptUpgradeOptions {
+  /** The one subprotocol to answer (default: the client's header as sent). */
+  protocol?: string;
+  /** The route's onAborted flag: a deferred upgrade whose client left is not made. */
+  aborted?: () => boolean;
+  /** Runs instead of the upgrade when the client left meanwhile (release what `data` holds). */
+  abandoned?: () => void;
+}
+
+/**
+ * Completes an upgrade with the connection's `data`, corked. Called from inside the route's
+ * `upgrade` callback it upgrades at once; called later (after an await) it upgrades from the
+ * next macrotask (`setImmediate`), outside uWebSockets.js's HTTP parsing. uWS v20.30 keeps one
+ * "parsing HTTP" flag per app: an upgrade resumed in the microtasks of ANOTHER connection's
+ * request handler is taken for that connection's upgrade and aborts the process
+ * (docs/reliability.md "Async WebSocket upgrades"; test/http/async-upgrade.test.ts).
+ */
+export function acceptUpgrade<T>(res: uws.HttpResponse, hs: Handshake, data: T, context: uws.us_socket_context_t, o: AcceptUpgradeOptions = {}): void {
+  const protocol = o.protocol ?? hs.protocol;
+  const upgrade = () => res.cork(() => res.upgrade<T>(data, hs.key, protocol, hs.extensions, context));
+  if (res === upgradingNow) {
+    upgrade();
+    return;
+  }
+  setImmediate(() => {
+    if (o.aborted?.()) return o.abandoned?.();
+    try {
+      upgrade();
+    } catch (err) {
+      // A caller without `aborted` whose client left: uWS throws on the aborted response.
+      if (!/must not be accessed after/.test((err as Error)?.message)) throw err;
+      o.abandoned?.();
+    }
+  });
 }
 
 /**
@@ -272,7 +306,14 @@ export class HttpApp {
           });
           return;
         }
-        if (upgrade) return upgrade(res, req, context);
+        if (upgrade) {
+          upgradingNow = res;
+          try {
+            return upgrade(res, req, context);
+          } finally {
+            upgradingNow = undefined;
+          }
+        }
         res.upgrade({} as T, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
       },
       open: (ws) => {

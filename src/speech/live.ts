@@ -266,7 +266,7 @@ export function mountLiveRoute(http: HttpApp, tts: TtsService): void {
         if (aborted) return;
         const slot = await tts.deps.concurrency?.acquire(principal.teamId);
         if (aborted) return slot?.release();
-        acceptUpgrade<UserData>(res, hs, { teamId: principal.teamId, model, traceparent, requestId, slot }, context);
+        acceptUpgrade<UserData>(res, hs, { teamId: principal.teamId, model, traceparent, requestId, slot }, context, { aborted: () => aborted, abandoned: () => slot?.release() });
       })().catch((err) => {
         if (aborted) return;
         const e = toServiceError(err);

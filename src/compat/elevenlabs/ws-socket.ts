@@ -148,7 +148,7 @@ export function mountJsonSocket<S>(
       o.accept({ headers, query, params, requestId }).then(
         (state) => {
           if (aborted) return;
-          acceptUpgrade<UserData<S>>(res, hs, { state, requestId, messages: 0 }, context);
+          acceptUpgrade<UserData<S>>(res, hs, { state, requestId, messages: 0 }, context, { aborted: () => aborted });
         },
         (err) => {
           if (aborted) return;

@@ -99,7 +99,7 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       fromProvider(() => deps.authenticate(token, SPEECH_AUTH_MESSAGES)).then(
         (principal) => {
           if (aborted) return;
-          acceptUpgrade<UserData>(res, hs, { ...data, teamId: principal.teamId }, context, protocol);
+          acceptUpgrade<UserData>(res, hs, { ...data, teamId: principal.teamId }, context, { protocol, aborted: () => aborted });
         },
         refuse,
       );
