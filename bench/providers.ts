@@ -3,7 +3,7 @@
 // the same run, at each concurrency level.
 //
 //   npx tsx bench/providers.ts [--levels 1,50] [--calls 200] [--provider-delay-ms 20] [--kinds engine_chat,…]
-//                               [--backend-cpu-prof file.cpuprofile] [--client platform|raw]
+//                               [--backend-cpu-prof file.cpuprofile] [--client platform|raw] [--pace-ms 0]
 //
 // The provider is a light local stand-in in its own process (`--serve` mode of this file): an
 // OpenAI-style `/v1/audio/speech` that answers after `--provider-delay-ms` with 1 s of 24 kHz
@@ -63,12 +63,16 @@ const { values } = parseArgs({
     // backend's CPU per call of one kind. What the engines add needs both kinds it compares.
     kinds: { type: 'string' },
     client: { type: 'string', default: 'platform' },
+    // Each of the `level` callers waits this long after a call before its next (0: back to back,
+    // a closed loop that runs the machine at its limit; see bench/README.md).
+    'pace-ms': { type: 'string', default: '0' },
     serve: { type: 'boolean', default: false },
     // A CPU profile of the backend child over the last level's measured window, to this file.
     'backend-cpu-prof': { type: 'string' },
   },
 });
 const DELAY_MS = Number(values['provider-delay-ms']);
+const PACE_MS = Number(values['pace-ms']);
 
 /** This process's clock in ms, comparable across processes (bench and provider) up to their offset. */
 const now = () => performance.timeOrigin + performance.now();
@@ -230,7 +234,10 @@ if (values.serve) {
     const eld = monitorEventLoopDelay({ resolution: 1 });
     eld.enable();
     await Promise.all(Array.from({ length: level }, async () => {
-      for (let job = queue.shift(); job; job = queue.shift()) times[job.k]!.push(await runOne(job.k));
+      for (let job = queue.shift(); job; job = queue.shift()) {
+        times[job.k]!.push(await runOne(job.k));
+        if (PACE_MS) await new Promise((r) => setTimeout(r, PACE_MS));
+      }
     }));
     const wallS = (performance.now() - t0) / 1000;
     const backendCpuMs = cpuMsOf(pid) - cpu0;
@@ -273,6 +280,7 @@ if (values.serve) {
     const out: Record<string, unknown> = {
       concurrency: level,
       wall_s: round(wallS),
+      calls_per_s: round((KINDS.length * calls) / wallS),
       // The backend's CPU per engine call (its gRPC server, the provider request, chunking), and
       // this process's (gRPC and HTTP clients of both paths) per call of any kind.
       backend_cpu_ms_per_engine_call: round(backendCpuMs / engineCalls),
@@ -306,5 +314,5 @@ if (values.serve) {
   platform?.close();
   await backend.stop();
   for (const c of children) c.kill();
-  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', provider_delay_ms: DELAY_MS, calls_per_kind: calls, levels }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', pace_ms: PACE_MS, provider_delay_ms: DELAY_MS, calls_per_kind: calls, levels }, null, 2)}\n`);
 }
