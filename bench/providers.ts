@@ -3,7 +3,7 @@
 // the same run, at each concurrency level.
 //
 //   npx tsx bench/providers.ts [--levels 1,50] [--calls 200] [--provider-delay-ms 20] [--kinds engine_chat,…]
-//                               [--backend-cpu-prof file.cpuprofile] [--client platform|raw] [--pace-ms 0]
+//                               [--backend-cpu-prof file.cpuprofile] [--client platform|raw] [--channels 4] [--pace-ms 0]
 //
 // The provider is a light local stand-in in its own process (`--serve` mode of this file): an
 // OpenAI-style `/v1/audio/speech` that answers after `--provider-delay-ms` with 1 s of 24 kHz
@@ -63,6 +63,8 @@ const { values } = parseArgs({
     // backend's CPU per call of one kind. What the engines add needs both kinds it compares.
     kinds: { type: 'string' },
     client: { type: 'string', default: 'platform' },
+    // The platform client's HTTP/2 connections (default: its own default, 4).
+    channels: { type: 'string' },
     // Each of the `level` callers waits this long after a call before its next (0: back to back,
     // a closed loop that runs the machine at its limit; see bench/README.md).
     'pace-ms': { type: 'string', default: '0' },
@@ -148,7 +150,7 @@ if (values.serve) {
   // call handling), as a session's synthesis and model calls reach the backend; `raw`: one
   // grpc-js channel with default options (the figures before 2026-11-27 04:30 UTC).
   const raw = values.client === 'raw' ? createGrpcClient(backend.address) : null;
-  const platform = raw ? null : new PlatformBackend(backend.address);
+  const platform = raw ? null : new PlatformBackend(backend.address, values.channels ? { channels: Number(values.channels) } : {});
   const synthesize = (req: MessageInitShape<typeof SynthesizeRequestSchema>): AsyncIterable<{ audio: Uint8Array }> => (raw ? raw.synthesize(create(SynthesizeRequestSchema, req)) : platform!.synthesize(req));
   const generate = (req: MessageInitShape<typeof GenerateRequestSchema>): AsyncIterable<{ event: { case?: string } }> => (raw ? raw.generate(create(GenerateRequestSchema, req)) : platform!.generate(req));
 
@@ -314,5 +316,5 @@ if (values.serve) {
   platform?.close();
   await backend.stop();
   for (const c of children) c.kill();
-  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', pace_ms: PACE_MS, provider_delay_ms: DELAY_MS, calls_per_kind: calls, levels }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', channels: raw ? 1 : Number(values.channels ?? 4), pace_ms: PACE_MS, provider_delay_ms: DELAY_MS, calls_per_kind: calls, levels }, null, 2)}\n`);
 }
