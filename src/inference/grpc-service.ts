@@ -15,7 +15,7 @@ export type In<K extends keyof Methods> = MessageShape<Methods[K]['input']>;
 export type Out<K extends keyof Methods> = MessageShape<Methods[K]['output']>;
 
 function serializer<D extends DescMessage>(desc: D) {
-  const frame = bytesFrameEncoder(desc);
+  const frame = bytesFrameEncoder(desc) ?? leadingBytesEncoder(desc);
   return (msg: MessageShape<D>): Buffer => {
     const fast = frame?.(msg);
     if (fast) return fast;
@@ -47,6 +47,40 @@ function bytesFrameEncoder(desc: DescMessage): ((msg: unknown) => Buffer | null)
     let at = writeVarint(out, 0, tag);
     at = writeVarint(out, at, value.length);
     out.set(value, at);
+    return out;
+  };
+}
+
+/**
+ * Messages whose first field is field 1, a plain `bytes` (`AudioChunk.audio`: every chunk a
+ * synthesis writes): that field's wire form (tag, length, bytes) is written directly and the
+ * rest of the message (small: offsets, alignment) by `toBinary` with the field left empty, into
+ * one buffer. Byte for byte what `toBinary` writes (it writes fields in order and omits an empty
+ * `bytes`), without copying the audio through its growing writer. Unknown fields: null.
+ */
+function leadingBytesEncoder(desc: DescMessage): ((msg: unknown) => Buffer | null) | null {
+  const f = desc.fields[0];
+  if (!f || f.number !== 1 || f.fieldKind !== 'scalar' || f.scalar !== ScalarType.BYTES || f.oneof) return null;
+  if (desc.fields.some((g, i) => i > 0 && g.number <= 1)) return null;
+  const name = f.localName;
+  const EMPTY = new Uint8Array(0);
+  return (msg) => {
+    const m = msg as Record<string, unknown> & { $unknown?: unknown[] };
+    const value = m[name];
+    if (!(value instanceof Uint8Array) || value.length === 0 || m.$unknown?.length) return null;
+    m[name] = EMPTY;
+    let rest: Uint8Array;
+    try {
+      rest = toBinary(desc, msg as MessageShape<DescMessage>);
+    } finally {
+      m[name] = value;
+    }
+    const head = 1 + varintLength(value.length);
+    const out = Buffer.allocUnsafe(head + value.length + rest.length);
+    out[0] = 0x0a; // field 1, length-delimited
+    const at = writeVarint(out, 1, value.length);
+    out.set(value, at);
+    out.set(rest, at + value.length);
     return out;
   };
 }
