@@ -20,7 +20,10 @@ t.test('a session outlives its backend being killed and restarted', async (t) =>
   const errors: string[] = [];
   caller.convo.on('error', (e) => errors.push(e.code));
 
-  await caller.speak('hello there');
+  // The caller's words in one burst (`speakAtOnce`): the recognizer times speech by the audio,
+  // so the turn is the same as spoken in real time (test/e2e/sessions.test.ts, a stall
+  // mid-utterance), and the test does not lean on this loaded process's timers to pace it.
+  caller.speakAtOnce('hello there');
   await caller.waitFor(() => caller.finals('agent').length >= 1, 20_000, 'the first answer');
 
   const pid = backend.status().pid!;
@@ -33,7 +36,7 @@ t.test('a session outlives its backend being killed and restarted', async (t) =>
   let answered = false;
   for (let attempt = 0; attempt < 10 && !answered; attempt++) {
     const before = caller.finals('agent').length;
-    await caller.speak('are you still there');
+    caller.speakAtOnce('are you still there');
     answered = await caller.waitFor(() => caller.finals('agent').length > before, 8_000, 'an answer after the restart').then(() => true, () => false);
   }
   t.ok(answered, 'the same session answers after the restart');

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts';
+import { decodeAudio } from '../../native/engines/synthetic/modem.ts';
 import { startBackend } from '../../native/server.ts';
 import { parseWav } from '../../src/audio/index.ts';
 import { randomSchema } from '../../src/platform.ts';
@@ -32,10 +32,7 @@ async function converse(app: { url: string; req: Req }, agentId: string, words: 
   // contiguously whatever the machine's load. Paced in real time, pieces that a loaded machine
   // delivered over 60 ms late were placed after silence (time alignment), cutting the words
   // the test decodes; the recording's timing is not what these tests are about.
-  const speech = encodeText(words, { sampleRateHz: RATE }).pcm;
-  const all = new Int16Array(speech.length + (900 * RATE) / 1000);
-  all.set(speech);
-  for (let i = 0; i < all.length; i += RATE / 10) caller.convo.sendAudio(all.subarray(i, Math.min(all.length, i + RATE / 10)));
+  caller.speakAtOnce(words);
   await caller.waitFor(() => caller.finals('agent').length === 2, 15_000, 'the answer');
   await caller.waitFor(() => caller.convo.state === 'idle' || caller.convo.state === 'listening', 10_000, 'idle again');
   await caller.convo.hangup();
