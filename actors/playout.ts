@@ -4,6 +4,11 @@
  * `highWaterMs` is waiting, so a reader that awaits it pulls its synthesis stream at the
  * speed of playback and never buffers a whole reply (backpressure down to the backend).
  * `playedMs` is how much audio has been sent since `reset()`: what the caller has heard.
+ * Each frame is sent with its play time (`playAt`, clock ms): where the schedule puts it,
+ * whenever it actually left. Frames held back by a stalled event loop leave together after
+ * the stall, but their play times stay contiguous: a caller's jitter buffer absorbs such a
+ * stall, and the recording places agent frames by this time (docs/api/recordings.md). After an
+ * underrun (nothing queued) the schedule restarts from the moment audio comes again.
  *
  * Pacing runs on one shared tick per clock (every `tickMs`) for all playouts that have audio
  * queued, not on a timer per session: with hundreds of sessions speaking at once, a timer per
@@ -84,7 +89,7 @@ export class Playout {
 
   constructor(
     private readonly clock: Clock,
-    private readonly send: (pcm: Uint8Array) => void,
+    private readonly send: (pcm: Uint8Array, playAt: number) => void,
     private readonly onProgress: (playedMs: number) => void = () => {},
     o: PlayoutOptions = {},
   ) {
@@ -167,8 +172,9 @@ export class Playout {
     // Send every frame that is due, `leadMs` ahead of its play time.
     while (this.queuedBytes > 0 && this.origin + this.sentBytes / BYTES_PER_MS - this.leadMs <= now) {
       const frame = this.take(this.frameBytes);
+      const playAt = this.origin + this.sentBytes / BYTES_PER_MS;
       this.sentBytes += frame.length;
-      this.send(frame);
+      this.send(frame, playAt);
       sent = true;
     }
     if (sent) this.onProgress(this.playedMs);

@@ -245,7 +245,7 @@ class TurnRun {
     private readonly onMetrics: (m: TurnMetrics, timeline: TurnTimeline) => void,
     private readonly tools: ToolCalls,
   ) {
-    this.playout = new Playout(deps.clock, (pcm) => deps.output.audio(pcm), () => this.progress());
+    this.playout = new Playout(deps.clock, (pcm, playAt) => deps.output.audio(pcm, playAt), () => this.progress());
   }
 
   /** Audio sent to the caller so far, in milliseconds of this turn's speech. */
@@ -1015,7 +1015,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       queueMicrotask(() => finish('failed', 'error'));
     }
   };
-  const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p) => given.output.audio(p)) } };
+  const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p, at) => given.output.audio(p, at)) } };
   // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
   // the last ARRIVALS pieces: where the caller's end of speech arrived (TurnMetrics.recognition_ms).
   const arrivals = new Float64Array(ARRIVALS * 2);

@@ -86,7 +86,12 @@ export type ServerMessage =
 /** Where a session's output goes. Audio is already paced to real time when it arrives here. */
 export interface SessionOutput {
   message(m: ServerMessage): void;
-  audio(pcm: Uint8Array): void;
+  /**
+   * One frame of the agent's audio, sent a little ahead of `playAt`: the clock time (ms) at
+   * which the pacing schedule plays it. After an event-loop stall frames go out late and
+   * together, but their `playAt`s stay contiguous (`playout.ts`).
+   */
+  audio(pcm: Uint8Array, playAt: number): void;
 }
 
 /** A durable record entry (`session_items`, docs/api/sessions.md). */

@@ -2,7 +2,11 @@
  * Per-speaker recording of a session (docs/api/recordings.md): the runtime taps the caller's audio as it
  * arrives and the agent's audio as it goes out (both 16 kHz mono 16-bit PCM) and hands them
  * here; each speaker becomes one WAV track, time-aligned with the session (silence where that
- * speaker is quiet), written to a file as it goes. At the end each file's header is completed;
+ * speaker is quiet), written to a file as it goes. Caller frames are placed at their arrival,
+ * agent frames at their play time (the playout's schedule, `actors/playout.ts`), not at the
+ * moment they were sent: frames that a stalled event loop sent late and together were placed
+ * after silence, cutting the agent's words in the recording though the caller's jitter buffer
+ * absorbs such a stall. At the end each file's header is completed;
  * with S3 configured the file is uploaded and the local copy removed. The actor never sees
  * any of this.
  */
@@ -54,8 +58,8 @@ export const TRACK_ROLES: TrackRole[] = ['agent', 'user'];
 export interface SessionRecorder {
   /** Caller audio, as it arrives. */
   user(pcm: Uint8Array): void;
-  /** Agent audio, as it is sent to the caller. */
-  agent(pcm: Uint8Array): void;
+  /** Agent audio, as it is sent to the caller; `playAt` is its play time (clock ms). */
+  agent(pcm: Uint8Array, playAt: number): void;
   /** Ends the tracks: completes the files, uploads them when stored in S3, settles the rows. */
   finish(): Promise<void>;
 }
@@ -280,7 +284,7 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
 
   return {
     user: (pcm) => { if (!finishing) tracks.get('user')!.push(pcm, now()); },
-    agent: (pcm) => { if (!finishing) tracks.get('agent')!.push(pcm, now()); },
+    agent: (pcm, playAt) => { if (!finishing) tracks.get('agent')!.push(pcm, playAt); },
     finish: () =>
       (finishing ??= (async () => {
         await registered.catch(() => undefined);

@@ -509,15 +509,17 @@ export class SessionRuntime {
     // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
     let endWhenIdle: string | null = null;
     // Recording taps the audio outside the machine: caller frames as the session's handle takes
-    // them (`onCallerAudio`), agent frames as they go out (`output.audio`).
+    // them (`onCallerAudio`, placed at their arrival), agent frames as they go out
+    // (`output.audio`, placed at their play time: a stall that delayed their sending does not
+    // cut the agent's speech in the recording).
     const recorder = session.record_audio ? (this.o.recordings?.start(session.id, () => clock.now()) ?? null) : null;
     const output: SessionOutput = {
       message: (m) => {
         link?.message(m);
         if (endWhenIdle && m.topic === 'lk.agent.state' && (m.state === 'idle' || m.state === 'listening')) handle.end(endWhenIdle);
       },
-      audio: (pcm) => {
-        recorder?.agent(pcm);
+      audio: (pcm, playAt) => {
+        recorder?.agent(pcm, playAt);
         link?.audio(pcm);
       },
     };

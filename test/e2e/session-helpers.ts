@@ -28,8 +28,22 @@ export interface Caller {
   heard(): string;
   /** Speaks `text` as synthetic speech in real time, then `silenceMs` of silence. */
   speak(text: string, silenceMs?: number): Promise<void>;
+  /**
+   * Sends the same audio as `speak` at once (100 ms pieces, not paced). The recognizer times
+   * speech by the audio's own timeline, so the turn is the same; a test that is not about
+   * pacing then does not wait on (or depend on) this process's timers under load.
+   */
+  speakAtOnce(text: string, silenceMs?: number): void;
   finals(role?: 'user' | 'agent'): string[];
   waitFor(pred: () => boolean, timeoutMs?: number, what?: string): Promise<void>;
+}
+
+/** `text` as synthetic speech followed by `silenceMs` of silence, at RATE. */
+function utterance(text: string, silenceMs: number): Int16Array {
+  const speech = encodeText(text, { sampleRateHz: RATE }).pcm;
+  const all = new Int16Array(speech.length + (silenceMs * RATE) / 1000);
+  all.set(speech);
+  return all;
 }
 
 export async function connect(session: Record<string, unknown>, options: StartOptions = {}): Promise<Caller> {
@@ -66,9 +80,7 @@ export async function connect(session: Record<string, unknown>, options: StartOp
     finals: (role) => transcripts.filter((t) => t.final && (!role || t.role === role)).map((t) => t.text),
     waitFor,
     async speak(text, silenceMs = 900) {
-      const speech = encodeText(text, { sampleRateHz: RATE }).pcm;
-      const all = new Int16Array(speech.length + (silenceMs * RATE) / 1000);
-      all.set(speech);
+      const all = utterance(text, silenceMs);
       const step = RATE / 10; // 100 ms per send, in real time
       const t0 = Date.now();
       for (let i = 0, k = 0; i < all.length; i += step, k++) {
@@ -76,6 +88,10 @@ export async function connect(session: Record<string, unknown>, options: StartOp
         const due = t0 + (k + 1) * 100 - Date.now();
         if (due > 0) await sleep(due);
       }
+    },
+    speakAtOnce(text, silenceMs = 900) {
+      const all = utterance(text, silenceMs);
+      for (let i = 0; i < all.length; i += RATE / 10) convo.sendAudio(all.subarray(i, Math.min(all.length, i + RATE / 10)));
     },
   };
 }

@@ -1,6 +1,7 @@
 import t from 'tap';
+import { encodeText } from '../../native/engines/synthetic/modem.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { agentWith, connect, createSession, sleep } from './session-helpers.ts';
+import { agentWith, connect, createSession, RATE, sleep } from './session-helpers.ts';
 
 const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
 t.teardown(() => app.close());
@@ -49,6 +50,32 @@ t.test('first message, off: silent until the caller speaks; a spoken question ge
   t.same(rec.body.items.filter((i: any) => i.type === 'message').map((i: any) => [i.role, i.content]), [['user', 'What is the weather?'], ['assistant', 'You said: What is the weather?']]);
   t.equal(rec.body.metrics.turns.length, 1);
   t.match(rec.body.metrics.turns[0], { turn_id: 1, recognition_ms: Number, model_ms: Number, synthesis_ms: Number, total_ms: Number, platform_ms: Number });
+});
+
+t.test("a stall in the caller's audio mid-utterance does not end the turn: end of speech is timed by the audio", async (t) => {
+  // A jittery network (or a loaded client) delivers nothing for a second in the middle of the
+  // words, then the rest at once. Timed by arrival, a second without audio is an end of speech
+  // (300 ms) and the turn would be taken with half the words; timed by the audio's own
+  // timeline there was no pause at all.
+  const agent = await agentWith(app, { prompt: { first_message_mode: 'off' }, conversation: { eagerness: 'eager' } });
+  const caller = await connect(await createSession(app, agent));
+  const speech = encodeText('Is the shop open on Sunday?', { sampleRateHz: RATE }).pcm;
+  const all = new Int16Array(speech.length + (900 * RATE) / 1000);
+  all.set(speech);
+  const half = Math.floor(speech.length / 2 / (RATE / 10)) * (RATE / 10);
+  const send = (from: number, to: number) => {
+    for (let i = from; i < to; i += RATE / 10) caller.convo.sendAudio(all.subarray(i, Math.min(to, i + RATE / 10)));
+  };
+  send(0, half);
+  await caller.waitFor(() => caller.convo.state === 'listening', 5000, 'listening');
+  await sleep(1000);
+  t.same(caller.finals('user'), [], 'no turn taken during the stall');
+  t.equal(caller.convo.state, 'listening', 'still listening');
+  send(half, all.length);
+  await caller.waitFor(() => caller.finals('agent').length === 1, 15_000, 'the answer');
+  t.same(caller.finals('user'), ['Is the shop open on Sunday?'], 'one turn with all the words');
+  t.same(caller.finals('agent'), ['You said: Is the shop open on Sunday?']);
+  await caller.convo.hangup();
 });
 
 t.test('barge-in stops the agent mid-sentence; its transcript keeps only what was spoken', async (t) => {

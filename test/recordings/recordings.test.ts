@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { decodeAudio, encodeText } from '../../native/engines/synthetic/modem.ts';
+import { decodeAudio } from '../../native/engines/synthetic/modem.ts';
 import { startBackend } from '../../native/server.ts';
 import { parseWav } from '../../src/audio/index.ts';
 import { randomSchema } from '../../src/platform.ts';
@@ -17,6 +17,11 @@ import { publishedAgent, startAnalysisPlatform, testKey, type Req } from '../ana
 const OPENER = 'Welcome to the recorded line.';
 
 /** One short conversation: the opener, the caller says `words`, the agent answers; then hang up. */
+// The backends pace synthesis fast (the default): the agent's audio then waits in the
+// playout's queue and a stall of this loaded process only delays its sending (the recording
+// places it by play time). Paced in real time, each chunk came just when it was due to play,
+// and a stall of over 60 ms starved the playout: real silence in the agent track, cutting the
+// opener the tests decode.
 async function converse(app: { url: string; req: Req }, agentId: string, words: string, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await app.req('POST', '/v1/agent/sessions', { agent_id: agentId, ...extra });
   if (r.status !== 200) throw new Error(`session: ${r.status} ${r.text}`);
@@ -27,10 +32,7 @@ async function converse(app: { url: string; req: Req }, agentId: string, words: 
   // contiguously whatever the machine's load. Paced in real time, pieces that a loaded machine
   // delivered over 60 ms late were placed after silence (time alignment), cutting the words
   // the test decodes; the recording's timing is not what these tests are about.
-  const speech = encodeText(words, { sampleRateHz: RATE }).pcm;
-  const all = new Int16Array(speech.length + (900 * RATE) / 1000);
-  all.set(speech);
-  for (let i = 0; i < all.length; i += RATE / 10) caller.convo.sendAudio(all.subarray(i, Math.min(all.length, i + RATE / 10)));
+  caller.speakAtOnce(words);
   await caller.waitFor(() => caller.finals('agent').length === 2, 15_000, 'the answer');
   await caller.waitFor(() => caller.convo.state === 'idle' || caller.convo.state === 'listening', 10_000, 'idle again');
   await caller.convo.hangup();
@@ -57,7 +59,7 @@ async function said(url: string): Promise<{ text: string; rate: number; duration
 }
 
 t.test('local folder: per-speaker tracks behind signed URLs; never recorded → 404', async (t) => {
-  const app = await startTestServer({ backend: 'synthetic', backendOptions: { pacing: 'realtime' } });
+  const app = await startTestServer({ backend: 'synthetic' });
   t.teardown(() => app.close());
   const agent = await agentWith(app, { prompt: { first_message_mode: 'fixed', first_message: OPENER }, conversation: { eagerness: 'eager' } });
   const sessionId = await converse(app, agent, 'my name is Ada');
@@ -100,8 +102,33 @@ t.test('local folder: per-speaker tracks behind signed URLs; never recorded → 
   t.same(await foreign.json(), { status: 404, message: 'Session not found' }, "another team's session is missing");
 });
 
+t.test('a stalled event loop mid-opener does not cut the opener in the agent track', async (t) => {
+  // The server runs in this process: a busy loop here stalls its event loop as a loaded
+  // machine does. Fast backend pacing: the opener waits in the playout's queue, so the stall
+  // holds back frames that are due and they leave together after it. Placed by the moment
+  // they were sent, they came after 150 ms of silence and the opener no longer decoded; placed
+  // by their play time they are contiguous, as the caller's jitter buffer plays them.
+  const app = await startTestServer({ backend: 'synthetic' });
+  t.teardown(() => app.close());
+  const agent = await agentWith(app, { prompt: { first_message_mode: 'fixed', first_message: OPENER } });
+  const session = await createSession(app, agent);
+  const caller = await connect(session);
+  await caller.waitFor(() => caller.audio().length >= RATE / 2, 15_000, 'half a second of the opener');
+  const stalledAt = caller.audio().length;
+  const until = performance.now() + 150;
+  while (performance.now() < until) { /* the stall */ }
+  await caller.waitFor(() => caller.finals('agent').length === 1, 15_000, 'the opener');
+  t.ok(caller.audio().length > stalledAt + RATE / 2, 'the stall came in the middle of the opener');
+  t.equal(caller.heard(), OPENER, 'the caller heard the whole opener');
+  await caller.convo.hangup();
+
+  const rec = await settled(app, session.session_id);
+  t.equal(rec.status, 'complete');
+  t.equal((await said(rec.tracks[0].url)).text, OPENER, 'the agent track holds the whole opener');
+});
+
 t.test('S3-compatible storage: tracks uploaded with SigV4, served by presigned URLs', async (t) => {
-  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', pacing: 'realtime' });
+  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic' });
   const s3 = await startS3Server();
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-rec-'));
   const app = await startAnalysisPlatform({

@@ -1,0 +1,61 @@
+// The playout sends each frame with its play time: after a stall of the event loop the frames
+// that were held back leave together, but their play times stay on the schedule (contiguous),
+// which is where the recording places them (docs/api/recordings.md).
+import t from 'tap';
+import type { Clock } from '../../actors/clock.ts';
+import { Playout } from '../../actors/playout.ts';
+
+/** A clock whose timers fire only when told, at whatever time it is then (a stalled loop fires late). */
+function stallableClock(start = 1_000) {
+  let now = start;
+  let timers: { id: number; fn: () => void }[] = [];
+  let next = 1;
+  const clock: Clock = {
+    now: () => now,
+    setTimeout: (fn: () => void) => {
+      const id = next++;
+      timers.push({ id, fn });
+      return id;
+    },
+    clearTimeout: (id: unknown) => { timers = timers.filter((x) => x.id !== id); },
+  } as Clock;
+  /** Lets `ms` pass, then fires the timers that were pending (late by however much). */
+  const pass = (ms: number) => {
+    now += ms;
+    const due = timers;
+    timers = [];
+    for (const x of due) x.fn();
+  };
+  return { clock, pass };
+}
+
+const FRAME = 640; // 20 ms at 16 kHz, 16-bit
+
+t.test('frames held back by a stall keep their scheduled play times', async (t) => {
+  const { clock, pass } = stallableClock();
+  const sent: { at: number; playAt: number }[] = [];
+  const playout = new Playout(clock, (pcm, playAt) => { t.equal(pcm.length, FRAME); sent.push({ at: clock.now(), playAt }); });
+  void playout.enqueue(new Uint8Array(FRAME * 25)); // 500 ms
+  t.same(sent.map((s) => s.playAt), [1000, 1020, 1040, 1060], 'the lead goes out at once, each frame with its play time');
+  pass(20);
+  pass(20);
+  t.equal(sent.length, 6, 'then one a tick');
+  pass(150); // the event loop was stalled: the tick fires 130 ms late
+  const burst = sent.slice(6);
+  t.ok(burst.length > 1 && burst.every((s) => s.at === 1190), 'the frames due during the stall leave together');
+  t.same(sent.map((s) => s.playAt), sent.map((_, i) => 1000 + 20 * i), 'their play times stay contiguous');
+  t.ok(burst.every((s) => s.playAt <= 1190 + 60), 'nothing further ahead than the lead');
+  playout.stop();
+});
+
+t.test('after an underrun the schedule restarts when audio comes again', async (t) => {
+  const { clock, pass } = stallableClock();
+  const sent: number[] = [];
+  const playout = new Playout(clock, (_pcm, playAt) => sent.push(playAt));
+  void playout.enqueue(new Uint8Array(FRAME * 2));
+  t.same(sent, [1000, 1020]);
+  pass(500); // nothing queued for half a second: the caller heard silence
+  void playout.enqueue(new Uint8Array(FRAME));
+  t.same(sent, [1000, 1020, 1500], 'the next frame plays when it came, not right after the last');
+  playout.stop();
+});
