@@ -3,7 +3,7 @@
  * ahead (`leadMs`) to cover network jitter. `enqueue` resolves only when less than
  * `highWaterMs` is waiting, so a reader that awaits it pulls its synthesis stream at the
  * speed of playback and never buffers a whole reply (backpressure down to the backend).
- * `playedMs` is how much audio has been sent since `reset()`: what the caller has heard.
+ * `playedMs` is how much audio has been sent: what the caller has heard.
  * Each frame is sent with its play time (`playAt`, clock ms): where the schedule puts it,
  * whenever it actually left. Frames held back by a stalled event loop leave together after
  * the stall, but their play times stay contiguous: a caller's jitter buffer absorbs such a
@@ -110,8 +110,11 @@ export class Playout {
   enqueue(pcm: Uint8Array): Promise<void> {
     if (this.stopped || pcm.length === 0) return Promise.resolve();
     if (this.queuedBytes === 0 && !this.ticking) {
-      // Starting (or resuming after an underrun): play from now on.
-      this.origin = this.clock.now() - this.sentBytes / BYTES_PER_MS;
+      // Starting, or resuming after an underrun (everything sent has played): play from now on.
+      // An empty queue alone is no underrun: a chunk no longer than the lead goes out at once,
+      // and the next one continues the schedule where that one ends.
+      const now = this.clock.now();
+      if (this.origin + this.sentBytes / BYTES_PER_MS < now) this.origin = now - this.sentBytes / BYTES_PER_MS;
     }
     this.queue.push(pcm);
     this.queuedBytes += pcm.length;

@@ -30,11 +30,13 @@ function stallableClock(start = 1_000) {
 }
 
 const FRAME = 640; // 20 ms at 16 kHz, 16-bit
+/** A 20 ms tick and a 60 ms lead, pinned: what is checked here is the play times, not the defaults. */
+const PACING = { tickMs: 20, leadMs: 60 };
 
 t.test('frames held back by a stall keep their scheduled play times', async (t) => {
   const { clock, pass } = stallableClock();
   const sent: { at: number; playAt: number }[] = [];
-  const playout = new Playout(clock, (pcm, playAt) => { t.equal(pcm.length, FRAME); sent.push({ at: clock.now(), playAt }); });
+  const playout = new Playout(clock, (pcm, playAt) => { t.equal(pcm.length, FRAME); sent.push({ at: clock.now(), playAt }); }, undefined, PACING);
   void playout.enqueue(new Uint8Array(FRAME * 25)); // 500 ms
   t.same(sent.map((s) => s.playAt), [1000, 1020, 1040, 1060], 'the lead goes out at once, each frame with its play time');
   pass(20);
@@ -51,11 +53,37 @@ t.test('frames held back by a stall keep their scheduled play times', async (t) 
 t.test('after an underrun the schedule restarts when audio comes again', async (t) => {
   const { clock, pass } = stallableClock();
   const sent: number[] = [];
-  const playout = new Playout(clock, (_pcm, playAt) => sent.push(playAt));
+  const playout = new Playout(clock, (_pcm, playAt) => sent.push(playAt), undefined, PACING);
   void playout.enqueue(new Uint8Array(FRAME * 2));
   t.same(sent, [1000, 1020]);
   pass(500); // nothing queued for half a second: the caller heard silence
   void playout.enqueue(new Uint8Array(FRAME));
   t.same(sent, [1000, 1020, 1500], 'the next frame plays when it came, not right after the last');
+  playout.stop();
+});
+
+t.test('chunks no longer than the lead, arriving at once, are still paced (defaults)', async (t) => {
+  const { clock, pass } = stallableClock();
+  const sent: number[] = [];
+  const playout = new Playout(clock, (_pcm, playAt) => sent.push(playAt));
+  // A provider that streams 60 ms chunks faster than real time: each one fits in the lead.
+  for (let i = 0; i < 10; i++) void playout.enqueue(new Uint8Array(FRAME * 3));
+  t.same(sent, [1000, 1020, 1040, 1060, 1080], 'only what is due within the 80 ms lead goes out');
+  pass(40);
+  t.same(sent.slice(5), [1100, 1120], 'then two frames a 40 ms tick');
+  pass(40);
+  t.equal(sent.length, 9);
+  t.same(sent, sent.map((_, i) => 1000 + 20 * i), 'one contiguous schedule across the chunks');
+  playout.stop();
+});
+
+t.test('a chunk that comes while earlier audio is still ahead of its play time continues the schedule', async (t) => {
+  const { clock, pass } = stallableClock();
+  const sent: number[] = [];
+  const playout = new Playout(clock, (_pcm, playAt) => sent.push(playAt));
+  void playout.enqueue(new Uint8Array(FRAME * 2)); // 40 ms, all sent at once
+  pass(10); // the queue is empty, but the caller is still playing it
+  void playout.enqueue(new Uint8Array(FRAME * 2));
+  t.same(sent, [1000, 1020, 1040, 1060], 'the second chunk plays right after the first, not from now');
   playout.stop();
 });

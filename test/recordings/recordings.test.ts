@@ -118,7 +118,7 @@ t.test('a stalled event loop mid-opener does not cut the opener in the agent tra
   const until = performance.now() + 150;
   while (performance.now() < until) { /* the stall */ }
   await caller.waitFor(() => caller.finals('agent').length === 1, 15_000, 'the opener');
-  t.ok(caller.audio().length > stalledAt + RATE / 2, 'the stall came in the middle of the opener');
+  t.ok(caller.audio().length > stalledAt + RATE / 2, `the stall came in the middle of the opener (${stalledAt} then ${caller.audio().length})`);
   t.equal(caller.heard(), OPENER, 'the caller heard the whole opener');
   await caller.convo.hangup();
 
