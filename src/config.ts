@@ -22,7 +22,9 @@ export interface Config {
    * A Postgres connection with a query outstanding that hears nothing from the server for this
    * long is dropped and its queries fail as for an unreachable store (`503`): the bound on a
    * black-holed network (`PARLEY_DB_SILENCE_TIMEOUT_MS`, default 5 s; 0 turns it off; not
-   * applied to migrations, the embedded store or TLS connections).
+   * applied to migrations, the embedded store or TLS connections). The same switch bounds the
+   * wait for a connection: once a connect times out unanswered, the pool's connects fail at once
+   * (`503`) until a probe hears the server (`src/store/silence.ts`).
    */
   dbSilenceTimeoutMs: number;
   /** Real Redis; unset means the in-memory shared state. */
