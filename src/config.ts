@@ -118,6 +118,12 @@ export interface Config {
   livekitRoomTimeoutMs?: number;
   /** Per-team speech concurrency for every team (`PARLEY_SPEECH_CONCURRENCY`); unset: the spend tiers. */
   speechConcurrency?: number;
+  /**
+   * Usage records that may wait for an unreachable store before new billable speech calls are
+   * refused `503` (`PARLEY_USAGE_BACKLOG_MAX`, default 50,000; 0: no mark). See
+   * `src/speech/usage.ts`.
+   */
+  usageBacklogMax: number;
   /** This node in the session registry: `PARLEY_NODE_ID`, `PARLEY_NODE_URL` (see `nodeIdentity`). */
   node: { id?: string; url?: string };
   /**
@@ -248,6 +254,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     livekitSipOutboundTrunkId: sipOutboundTrunkId(env),
     livekitRoomTimeoutMs: Number(env.LIVEKIT_ROOM_TIMEOUT_MS) || undefined,
     speechConcurrency: parseSpeechConcurrency(env.PARLEY_SPEECH_CONCURRENCY),
+    usageBacklogMax: nonNegativeInt('PARLEY_USAGE_BACKLOG_MAX', num('PARLEY_USAGE_BACKLOG_MAX', 50_000)),
     node: { id: env.PARLEY_NODE_ID || undefined, url: env.PARLEY_NODE_URL || undefined },
     recordings: { ...recordingsDir(env, overrides.dataDir ?? str('PARLEY_DATA_DIR') ?? './data'), s3: s3ConfigFromEnv(env) },
     webhookBackoffMs: parseBackoff(env.PARLEY_WEBHOOK_BACKOFF_MS),
