@@ -3,7 +3,7 @@
  * webhooks run against one platform node while a fault is injected; prints one JSON object
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
- *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart|disk-full] [--disk-mb 256] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -26,6 +26,10 @@
  *   PATH): the real Redis is shut down (`SHUTDOWN NOSAVE`: every key of every user of that
  *   Redis is lost) and started again `--cut` seconds later without persistence, as the
  *   development machine runs it. For a development machine only: never against a shared Redis.
+ * - `disk-full` (needs root or CAP_SYS_ADMIN: a tmpfs is mounted): the recordings folder
+ *   (`PARLEY_RECORDINGS_DIR`) is a tmpfs of `--disk-mb` MiB (256), filled to the last byte at
+ *   `--fault-at`. Reported besides: sessions by status and reason, and each ended session's
+ *   recording outcome (every track complete, or failed with the tracks' error codes).
  *
  * Single-use tokens (every fault): besides the callers, a joiner creates a session every
  * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
@@ -36,6 +40,8 @@
  * The load (callers, synthesis clients, the webhook receiver) runs in a child process.
  */
 import { execFileSync, fork } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
@@ -49,6 +55,27 @@ import { percentile, round } from './lib.ts';
 import { startTcpProxy } from '../test/fixtures/tcp-proxy.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Writes to `path` until the file system answers ENOSPC. */
+function fill(path: string): void {
+  const fd = openSync(path, 'w');
+  const block = Buffer.alloc(1024 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+  // The last bytes: smaller writes until not one more fits.
+  const fd2 = openSync(`${path}-tail`, 'w');
+  try {
+    for (;;) writeSync(fd2, Buffer.alloc(4096, 1));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd2);
+  }
+}
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
@@ -290,11 +317,19 @@ async function load() {
 
 async function main() {
   const fault = process.argv.includes('--fault') ? process.argv[process.argv.indexOf('--fault') + 1] : 'backend';
-  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole', 'redis-restart'];
+  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole', 'redis-restart', 'disk-full'];
   if (!faults.includes(fault!)) throw new Error(`unknown fault ${fault} (${faults.join(', ')})`);
   const dependency = fault!.startsWith('postgres') ? 'postgres' : fault!.startsWith('redis') ? 'redis' : null;
   const silent = fault!.endsWith('-blackhole');
   const restart = fault === 'redis-restart';
+  // `disk-full`: the recordings folder is a tmpfs of its own (`--disk-mb`), filled at the fault.
+  const diskFull = fault === 'disk-full';
+  let disk: { dir: string; unmount(): void } | null = null;
+  if (diskFull) {
+    const dir = mkdtempSync(join(os.tmpdir(), 'parley-chaos-rec-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${arg('disk-mb', 256)}m`, 'tmpfs', dir], { stdio: 'pipe' });
+    disk = { dir, unmount: () => { try { execFileSync('umount', [dir]); rmSync(dir, { recursive: true, force: true }); } catch {} } };
+  }
   if (dependency === 'postgres' && !process.env.DATABASE_URL) throw new Error(`--fault ${fault} needs DATABASE_URL`);
   if (dependency === 'redis' && !process.env.REDIS_URL) throw new Error(`--fault ${fault} needs REDIS_URL`);
   const cutS = arg('cut', 5);
@@ -333,7 +368,7 @@ async function main() {
   const errorLines: string[] = [];
   const warnings: Record<string, number> = {};
   const platform = await startPlatform({
-    env: { ...process.env },
+    env: { ...process.env, ...(disk ? { PARLEY_RECORDINGS_DIR: disk.dir } : {}) },
     config: {
       host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'error',
       startNativeBackend: true, speechEngine: 'synthetic', maxSessions: 100_000,
@@ -416,6 +451,9 @@ async function main() {
       probe.disconnect();
       restoredAt = Date.now();
     });
+  } else if (disk) {
+    fill(join(disk.dir, 'filler'));
+    restoredAt = null;
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
   // `/ready` as a load balancer sees it: each change, ms after the fault began.
@@ -458,6 +496,15 @@ async function main() {
     select count(*)::int as tracks, count(*) filter (where r.status = 'active')::int as unsettled,
            count(*) filter (where r.status = 'failed')::int as failed
     from session_recordings r join sessions s on s.id = r.session_id where s.status in ('completed', 'failed')`)[0] as { tracks: number; unsettled: number; failed: number };
+  // Per ended session: its recording's outcome (every track complete; failed and why).
+  const recOutcomes = disk ? Object.fromEntries((await platform.db.sql<{ outcome: string; n: number }[]>`
+    select outcome, count(*)::int as n from (
+      select s.id, case when bool_and(r.status = 'complete') then 'complete'
+                        else 'failed: ' || coalesce(string_agg(distinct r.error_code, ','), 'no code') end as outcome
+      from sessions s join session_recordings r on r.session_id = s.id
+      where s.agent_id = ${agent} and s.status in ('completed', 'failed') group by s.id) x group by 1`).map((r) => [r.outcome, Number(r.n)])) : undefined;
+  const sessionStatuses = disk ? Object.fromEntries((await platform.db.sql<{ k: string; n: number }[]>`
+    select status || ' / ' || coalesce(ended_reason, '') as k, count(*)::int as n from sessions where agent_id = ${agent} and started_at is not null group by 1`).map((r) => [r.k, Number(r.n)])) : undefined;
   // Turns: each final transcript a caller received must be in its record.
   const stored = await platform.db.sql<{ session_id: string; role: string; n: number }[]>`
     select session_id, payload->>'role' as role, count(*)::int as n from session_items
@@ -505,6 +552,7 @@ async function main() {
     ...(restart ? { redis: { mode: 'restart', down_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt } } : {}),
     ...(proxy ? { [dependency!]: { mode: silent ? 'blackhole' : 'cut', cut_ms: cutS * 1000, restored_after_ms: restoredAt === null ? null : restoredAt - killedAt, keys_deleted: keysDeleted } } : {}),
     ready: readyDuring,
+    ...(disk ? { disk: { mb: arg('disk-mb', 256), sessions_by_status: sessionStatuses, recordings_by_outcome: recOutcomes } } : {}),
     records: { ...records, turns: { ...turns, empty_agent_finals_heard: emptyAgentFinals, first_sessions_missing: missingSessions }, recordings: recTracks, webhooks_lost: Math.max(0, ended - webhooks) },
     tokens: { ...report.tokens, retried: retriedFates },
     error_log_lines: errorLogs,
@@ -516,6 +564,7 @@ async function main() {
   child.kill();
   await platform.close();
   await proxy?.close();
+  disk?.unmount();
   direct?.disconnect();
   receiver.close();
   process.exit(0);

@@ -22,7 +22,9 @@ export interface Config {
    * A Postgres connection with a query outstanding that hears nothing from the server for this
    * long is dropped and its queries fail as for an unreachable store (`503`): the bound on a
    * black-holed network (`PARLEY_DB_SILENCE_TIMEOUT_MS`, default 5 s; 0 turns it off; not
-   * applied to migrations, the embedded store or TLS connections).
+   * applied to migrations, the embedded store or TLS connections). The same switch bounds the
+   * wait for a connection: once a connect times out unanswered, the pool's connects fail at once
+   * (`503`) until a probe hears the server (`src/store/silence.ts`).
    */
   dbSilenceTimeoutMs: number;
   /** Real Redis; unset means the in-memory shared state. */
@@ -116,6 +118,12 @@ export interface Config {
   livekitRoomTimeoutMs?: number;
   /** Per-team speech concurrency for every team (`PARLEY_SPEECH_CONCURRENCY`); unset: the spend tiers. */
   speechConcurrency?: number;
+  /**
+   * Usage records that may wait for an unreachable store before new billable speech calls are
+   * refused `503` (`PARLEY_USAGE_BACKLOG_MAX`, default 50,000; 0: no mark). See
+   * `src/speech/usage.ts`.
+   */
+  usageBacklogMax: number;
   /** This node in the session registry: `PARLEY_NODE_ID`, `PARLEY_NODE_URL` (see `nodeIdentity`). */
   node: { id?: string; url?: string };
   /**
@@ -246,6 +254,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     livekitSipOutboundTrunkId: sipOutboundTrunkId(env),
     livekitRoomTimeoutMs: Number(env.LIVEKIT_ROOM_TIMEOUT_MS) || undefined,
     speechConcurrency: parseSpeechConcurrency(env.PARLEY_SPEECH_CONCURRENCY),
+    usageBacklogMax: nonNegativeInt('PARLEY_USAGE_BACKLOG_MAX', num('PARLEY_USAGE_BACKLOG_MAX', 50_000)),
     node: { id: env.PARLEY_NODE_ID || undefined, url: env.PARLEY_NODE_URL || undefined },
     recordings: { ...recordingsDir(env, overrides.dataDir ?? str('PARLEY_DATA_DIR') ?? './data'), s3: s3ConfigFromEnv(env) },
     webhookBackoffMs: parseBackoff(env.PARLEY_WEBHOOK_BACKOFF_MS),

@@ -113,8 +113,11 @@ export function toServiceError(err: unknown): ServiceError {
 
 /** Socket-level failures of a connection (Node's codes). */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN', 'EAI_AGAIN']);
-/** postgres.js's own connection failures. */
-const DRIVER_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT']);
+/**
+ * postgres.js's own connection failures, and the pool's connect refused at once while the
+ * server is taken as unreachable (`DB_UNREACHABLE`, `src/store/silence.ts`).
+ */
+const DRIVER_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'DB_UNREACHABLE']);
 
 /**
  * Whether `err` says the database could not be reached or dropped the connection (a restart, a

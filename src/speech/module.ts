@@ -1,3 +1,4 @@
+import client from 'prom-client';
 import { defineModule } from '../modules.ts';
 import { startTracing } from '../telemetry/tracing.ts';
 import { resolveVoice } from '../voices/service.ts';
@@ -7,7 +8,7 @@ import { SpeechConcurrency } from './concurrency.ts';
 import { mountLiveRoute } from './live.ts';
 import { mountTtsRoutes } from './tts-routes.ts';
 import { TtsService } from './tts.ts';
-import { CreditGate, flushUsage, recordUsage } from './usage.ts';
+import { configureUsage, CreditGate, flushUsage, recordUsage, usageBacklog } from './usage.ts';
 
 /**
  * The speech API: synthesis (/v1/tts, /v1/tts/stream/with-timestamp, wss /v1/tts/live) and
@@ -16,11 +17,20 @@ import { CreditGate, flushUsage, recordUsage } from './usage.ts';
  */
 export const speechModule = defineModule({
   name: 'speech',
-  needs: ['http', 'config', 'log', 'sql', 'state', 'inference', 'authenticate'],
-  start({ http, config, log, sql, state, inference, authenticate }, onClose) {
+  needs: ['http', 'config', 'log', 'sql', 'state', 'inference', 'authenticate', 'metrics'],
+  start({ http, config, log, sql, state, inference, authenticate, metrics }, onClose) {
     const tracing = startTracing({ config: config.tracing });
     onClose(() => tracing.shutdown());
     onClose(() => flushUsage(sql, config.drainTimeoutMs)); // usage waiting for its batch or the store (runs before the store closes)
+    configureUsage(sql, { backlogMax: config.usageBacklogMax, log });
+    new client.Gauge({
+      name: 'parley_usage_backlog',
+      help: 'Usage records waiting to be written (the store unreachable); at PARLEY_USAGE_BACKLOG_MAX new billable calls are refused (503).',
+      registers: [metrics.registry],
+      collect() {
+        this.set(usageBacklog(sql).waiting);
+      },
+    });
     const speechConcurrency = new SpeechConcurrency({ state, sql, log, override: config.speechConcurrency });
     onClose(() => speechConcurrency.close());
     const tts = new TtsService({

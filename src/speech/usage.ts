@@ -8,7 +8,7 @@
  * synthesis 15 per character ($15 per million characters; `s2.1-pro-free` is free),
  * transcription 100 per second ($0.36 per hour), voice design 10,000 per successful call ($0.01).
  */
-import { isConnectionError, ServiceError } from '../errors.ts';
+import { dependencyUnavailable, isConnectionError, ServiceError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
@@ -51,6 +51,14 @@ export function costMicros(kind: UsageKind, model: string, amount: number): bigi
  * the first attempt and `insertUsages` skips the refs already stored (a statement that
  * committed as its connection dropped). `flushUsage` writes what waits (the speech module calls
  * it at shutdown, with the drain time).
+ *
+ * What waits is bounded: once `PARLEY_USAGE_BACKLOG_MAX` records (50,000 by default: ~40 MB
+ * at ~800 B a record, `configureUsage`) wait for the store, `CreditGate.ensure` refuses new billable
+ * calls (`503` `Usage cannot be recorded now: the store is unreachable; try again shortly`,
+ * `Retry-After: 2`; an error log once per episode, `usageBacklog` for the metric) until the
+ * store has taken the backlog below the mark. Calls already under way when the mark was
+ * reached are still queued and billed (nothing is dropped for room): the backlog stays below
+ * the mark plus the calls running at that moment, which the speech concurrency caps bound.
  */
 export async function recordUsage(
   sql: Sql,
@@ -59,9 +67,7 @@ export async function recordUsage(
   opts: { later?: boolean } = {},
 ): Promise<UsageRow | undefined> {
   if (!(u.amount > 0)) return undefined;
-  let batcher = batchers.get(sql);
-  if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
-  return batcher.add({ ...u, ref: newId('use'), costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
+  return batcherOf(sql).add({ ...u, ref: newId('use'), costMicros: costMicros(u.kind, u.model, u.amount) }, log, opts.later === true);
 }
 
 /** Rows per statement at most. */
@@ -71,6 +77,27 @@ export const USAGE_BATCH_MS = 200;
 /** How long a call's record is retried while the store is unreachable, from when it was recorded. */
 const USAGE_RETRY_MS = STORE_RETRY.forMs;
 const batchers = new WeakMap<Sql, UsageBatcher>();
+/** `PARLEY_USAGE_BACKLOG_MAX` default. */
+export const USAGE_BACKLOG_MAX = 50_000;
+
+function batcherOf(sql: Sql): UsageBatcher {
+  let batcher = batchers.get(sql);
+  if (!batcher) batchers.set(sql, (batcher = new UsageBatcher(sql)));
+  return batcher;
+}
+
+/** Sets the backlog's mark for the usage written through `sql` (`PARLEY_USAGE_BACKLOG_MAX`), and where its episodes are logged. */
+export function configureUsage(sql: Sql, o: { backlogMax: number; log?: Logger }): void {
+  const b = batcherOf(sql);
+  b.backlogMax = o.backlogMax;
+  b.log = o.log;
+}
+
+/** Records waiting to be written through `sql` (a batch being retried included), and whether new billable calls are refused for it. */
+export function usageBacklog(sql: Sql): { waiting: number; full: boolean } {
+  const b = batchers.get(sql);
+  return { waiting: b?.waiting ?? 0, full: b?.full ?? false };
+}
 
 /**
  * Writes the usage waiting for a batch now; resolves when everything recorded so far is written
@@ -98,6 +125,12 @@ interface Pending {
 
 class UsageBatcher {
   private queue: Pending[] = [];
+  /** The batch being written (retried while the store is unreachable). */
+  private inFlight = 0;
+  backlogMax = USAGE_BACKLOG_MAX;
+  log: Logger | undefined;
+  /** New billable calls are refused: the backlog reached `backlogMax` and has not gone below it. */
+  full = false;
   private writing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   /** The store was found unreachable and has taken no batch since: nobody waits for a record. */
@@ -105,9 +138,27 @@ class UsageBatcher {
   private readonly stopping = new AbortController();
   constructor(private readonly sql: Sql) {}
 
+  get waiting(): number {
+    return this.queue.length + this.inFlight;
+  }
+
+  /** Updates `full` from the backlog, logging the start and the end of an episode. */
+  private checkBacklog(): void {
+    const waiting = this.waiting;
+    if (!this.full && this.backlogMax > 0 && waiting >= this.backlogMax) {
+      this.full = true;
+      const costMicros = [...this.queue].reduce((sum, p) => sum + p.u.costMicros, 0n);
+      (this.log ?? this.queue[0]?.log)?.error({ waiting, max: this.backlogMax, queuedCostMicros: costMicros.toString() }, 'usage backlog full: billable calls refused (503) until the store takes it');
+    } else if (this.full && waiting < this.backlogMax) {
+      this.full = false;
+      (this.log ?? this.queue[0]?.log)?.warn({ waiting, max: this.backlogMax }, 'usage backlog below its mark: billable calls accepted again');
+    }
+  }
+
   add(u: NewUsage, log: Logger | undefined, later: boolean): Promise<UsageRow | undefined> {
     return new Promise((resolve) => {
       this.queue.push({ u, log, at: Date.now(), resolve });
+      this.checkBacklog();
       if (this.unreachable) resolve(undefined); // written once the store is back
       if (this.writing) return; // goes with the next statement
       if (!later) void this.flush();
@@ -132,6 +183,7 @@ class UsageBatcher {
   private async write(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
+      this.inFlight = batch.length;
       try {
         const rows = await this.store(batch);
         batch.forEach((p, i) => p.resolve(rows[i]));
@@ -143,6 +195,9 @@ class UsageBatcher {
             await this.store([p]).then((rows) => p.resolve(rows[0]), (e: unknown) => (isConnectionError(e) ? this.lost([p], e) : this.failed(p, e)));
           }
         }
+      } finally {
+        this.inFlight = 0;
+        this.checkBacklog();
       }
     }
   }
@@ -192,6 +247,8 @@ export class CreditGate {
   constructor(private readonly sql: Sql, private readonly cacheMs = 2000) {}
 
   async ensure(teamId: string): Promise<void> {
+    // Calls that would be billed while the usage backlog is full are refused, not served unbilled.
+    if (usageBacklog(this.sql).full) throw dependencyUnavailable('Usage cannot be recorded now: the store is unreachable; try again shortly');
     const now = Date.now();
     let hit = this.cache.get(teamId);
     if (!hit || hit.until <= now) hit = await this.load(teamId, now);

@@ -42,7 +42,7 @@ const PGLITE_CONNECTIONS = 8;
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.databaseUrl) {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
-    const watch = watchSilence(0);
+    const watch = watchSilence(0, CONNECT_TIMEOUT_S * 1000);
     const sql = connect(opts.databaseUrl, opts.max ?? 10, opts.schema, watch);
     await loadTypesOnce(sql);
     return {
@@ -110,7 +110,9 @@ function connect(url: string, max: number, schema: string | undefined, watch?: S
     onnotice: () => {},
     idle_timeout: 30,
     connect_timeout: CONNECT_TIMEOUT_S,
-    backoff: reconnectDelayS,
+    // After a connect that had no answer, no delay: the queries queued meanwhile fail as fast
+    // as the server refuses them, or at once while it is silent (`src/store/silence.ts`).
+    backoff: watch ? (retries: number) => (watch.unreachable ? 0 : reconnectDelayS(retries)) : reconnectDelayS,
     connection: schema ? { search_path: schema } : {},
     types: { bigint: postgres.BigInt },
   }) as unknown as Sql;

@@ -184,7 +184,10 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         close: (code, reason) => refuse(code, reason),
       };
       d.link = link;
-      d.stall = stallWatch(http.wsStallTimeoutMs, refuse);
+      d.stall = stallWatch(http.wsStallTimeoutMs, (code, reason) => {
+        log.warn({ sessionId: d.live?.id ?? d.sessionId, stallTimeoutMs: http.wsStallTimeoutMs }, 'websocket client not reading: closed 4008, resume allowed');
+        refuse(code, reason);
+      });
       const attach = (live: LiveSession, resumed: boolean) => {
         if (d.closed) {
           // The client left while we were connecting: that is a drop, the grace period applies.

@@ -201,3 +201,28 @@ t.test('a silent (black-holed) database: 503 with Retry-After instead of a hang;
   await until('requests to be served again', async () => (await app.req('GET', `/v1/agent/agents/${agent}`)).status === 200);
   t.equal((await app.req('POST', '/v1/agent/sessions', { agent_id: agent })).status, 200, 'sessions are created again');
 });
+
+t.test('many requests at once on a silent database: every one 503 with Retry-After, none queued behind the connects', async (t) => {
+  // The pool's connects to a black-holed server each wait for the connect timeout (3 s) and
+  // fail only the query they were opened for: a request queued behind 100 others (10
+  // connections) waited 30 s. Once one connect has failed unanswered, the rest fail at once.
+  const agent = await makeAgent(app);
+  t.equal((await app.req('GET', `/v1/agent/agents/${agent}`)).status, 200);
+  await proxy.blackhole();
+  t.teardown(() => proxy.restore());
+  await sleep(2100); // past the key cache
+  const bounded = (p: Promise<Awaited<ReturnType<typeof app.req>>>) => Promise.race([p, sleep(15_000).then(() => 'hung' as const)]);
+  // Two waves: the first meets the open connections (cut by the silence bound), the second
+  // meets a pool with none open, every one of its queries waiting for a connect.
+  for (const wave of [1, 2]) {
+    const answers = await Promise.all(Array.from({ length: 150 }, () => bounded(app.req('GET', `/v1/agent/agents/${agent}`))));
+    const seen = new Map<string, number>();
+    for (const r of answers) {
+      const k = r === 'hung' ? 'hung' : `${r.status} ${r.headers.get('retry-after')}`;
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+    }
+    t.same(Object.fromEntries(seen), { '503 2': 150 }, `wave ${wave}: every request 503 with Retry-After: 2`);
+  }
+  await proxy.restore();
+  await until('requests to be served again', async () => (await app.req('GET', `/v1/agent/agents/${agent}`)).status === 200);
+});

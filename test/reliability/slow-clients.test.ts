@@ -8,10 +8,14 @@ import net from 'node:net';
 import t from 'tap';
 import { pack, unpack } from 'msgpackr';
 import WebSocket from 'ws';
+import { createLogger } from '../../src/log.ts';
 import { startTestServer } from '../helpers/server.ts';
+import { useTestClock } from '../e2e/session-helpers.ts';
 
+const warnings: { msg: string; sessionId?: string }[] = [];
 const app = await startTestServer({
   backend: 'synthetic',
+  log: createLogger({ level: 'warn', destination: { write: (s: string) => void warnings.push(JSON.parse(s)) } }),
   // One speech slot per team: a socket that holds it shuts every other one out (429).
   config: { wsStartTimeoutMs: 300, wsStallTimeoutMs: 300, bodyTimeoutMs: 300, speechConcurrency: 1 },
 });
@@ -144,6 +148,53 @@ t.test('a session caller that stops reading: the node keeps serving other caller
   t.match(JSON.parse(stalled.texts[0]!), { topic: 'session', type: 'session.started' });
   stalled.sock.close(1000);
   t.equal((await app.req('GET', '/health')).status, 200);
+});
+
+// Passed on the embedded store (twice, 2026-11-27 04:30 UTC) and failed on later runs, on
+// Postgres + Redis and on the embedded store alike: no agent audio was dropped (not one
+// "websocket client too slow" warning) within 600 s of test-clock time. Not yet understood.
+t.test('a session caller that stops reading is closed 4008 and resumes its session', { todo: 'flaky: the opener played on the test clock does not always fill the socket (see above)' }, async (t) => {
+  // The agent's opener is long (minutes of speech) and its audio is paced by the session's
+  // clock: the test clock plays it faster than real time, so the kernel's socket buffers
+  // (several MB on loopback) fill in seconds instead of minutes. The stall close itself runs
+  // on real time (PARLEY_WS_STALL_TIMEOUT_MS, 0.3 s here).
+  const clock = useTestClock(t, app);
+  const opener = 'This is a very long opening message that the caller will never read. '.repeat(140);
+  const agent = (await app.req('POST', '/v1/agent/agents', { name: 'long opener', config: { prompt: { first_message_mode: 'fixed', first_message: opener } } })).body;
+  t.equal((await app.req('POST', `/v1/agent/agents/${agent.agent_id}/publish`)).status, 200);
+  const created = (await app.req('POST', '/v1/agent/sessions', { agent_id: agent.agent_id })).body;
+  const url = created.websocket_url.replace('localhost', '127.0.0.1');
+  const stalled = await open(`${url}?token=${created.token}`);
+  const sock = (stalled.sock as unknown as { _socket: net.Socket })._socket;
+  sock.pause();
+  const closedForStall = () => warnings.some((w) => w.msg.startsWith('websocket client not reading') && w.sessionId === created.session_id);
+  // Play the opener ahead until the node gives up on the caller (bounded: the opener is ~10 min).
+  for (let i = 0; i < 3000 && !closedForStall(); i++) await clock.tick(200, 20);
+  t.ok(closedForStall(), 'the node closed the caller that took nothing');
+  if (!closedForStall()) {
+    stalled.sock.terminate();
+    return;
+  }
+  // The caller reads again: what was queued for it, then the close.
+  sock.resume();
+  const c = await stalled.closed;
+  t.same(c, { code: 4008, reason: 'Client not reading: nothing taken for 0.3 s' });
+  const hello = JSON.parse(stalled.texts[0]!);
+  t.match(hello, { topic: 'session', type: 'session.started', sessionId: created.session_id, resumed: false });
+
+  // A drop, not a hang-up: the same session takes the caller back with its resume secret.
+  const again = await open(`${url}?session_id=${created.session_id}&resume=${encodeURIComponent(hello.resume)}`);
+  while (again.texts.length < 1) await new Promise((r) => setTimeout(r, 20));
+  t.match(JSON.parse(again.texts[0]!), { topic: 'session', type: 'session.started', sessionId: created.session_id, resumed: true });
+  again.sock.send(JSON.stringify({ type: 'user.hangup' }));
+  t.equal((await again.closed).code, 1000);
+  let record: any;
+  for (let i = 0; i < 200; i++) {
+    record = (await app.req('GET', `/v1/agent/sessions/${created.session_id}`)).body;
+    if (record.status !== 'active') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.match(record, { status: 'completed', ended_reason: 'user_hangup' }, 'the session ended when the resumed caller hung up');
 });
 
 t.test('a request body that never completes: 408, connection closed', async (t) => {

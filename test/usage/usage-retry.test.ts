@@ -140,3 +140,47 @@ t.test('a shutdown while Postgres is cut gives waiting usage the drain time, the
   t.equal(closed, 'closed', 'the shutdown does not wait out the 10 minutes of retries');
   t.match(lines.filter((l) => l.msg === 'usage not recorded: the store stayed unreachable'), [{ level: 50, records: 1, costMicros: '200' }], 'what is given up is logged as an error, with its cost');
 });
+
+t.test('the usage waiting for the store is bounded: past the mark billable calls are refused 503, nothing dropped', { skip: !DATABASE_URL && 'needs DATABASE_URL: the outage is a proxy in front of a real Postgres' }, async (t) => {
+  const { proxy, url: viaProxy } = await proxyInFront(DATABASE_URL!, 5432);
+  const lines: { level: number; msg: string; waiting?: number }[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  const app = await startTestServer({ backend: 'synthetic', config: { databaseUrl: viaProxy, usageBacklogMax: 3 }, log: createLogger({ level: 'warn', destination: sink }) });
+  t.teardown(async () => {
+    await proxy.restore();
+    await app.close();
+    await proxy.close();
+  });
+  const team = await app.newTeam({ creditMicros: 1_000_000n });
+  const tts = () => app.req('POST', '/v1/tts', { text: 'Billable.', format: 'wav' }, team.auth);
+  t.equal((await tts()).status, 200, 'served before the cut (its key and credit now cached for 2 s)');
+  const days = async () => ((await app.req('GET', '/v1/usage', undefined, team.auth)).body?.days ?? []) as { kind: string; amount: number; count: number }[];
+  for (let i = 0; i < 100 && !(await days()).some((d) => d.kind === 'tts_characters'); i++) await sleep(50);
+  await proxy.cut();
+  // Three calls finished during the cut: their records wait for the store, up to the mark.
+  for (let i = 0; i < 3; i++) t.equal(await bounded(recordUsage(app.db.sql, { teamId: team.teamId, kind: 'asr_seconds', amount: 1, model: 'transcribe-1' }, app.log), 15_000), undefined);
+  const refused = await tts();
+  t.equal(refused.status, 503, 'a new billable call is refused, not served unbilled');
+  t.equal(refused.headers.get('retry-after'), '2');
+  t.match(refused.body, { status: 503, message: 'Usage cannot be recorded now: the store is unreachable; try again shortly' });
+  // A call already under way when the mark was reached is still queued, not dropped.
+  t.equal(await bounded(recordUsage(app.db.sql, { teamId: team.teamId, kind: 'asr_seconds', amount: 1, model: 'transcribe-1' }, app.log), 15_000), undefined);
+  t.match((await app.req('GET', '/metrics')).text, /^parley_usage_backlog 4$/m, 'the backlog is a metric');
+  t.match(lines.filter((l) => l.msg.startsWith('usage backlog full')), [{ level: 50 }], 'one error log for the episode');
+
+  await proxy.restore();
+  const asr = async () => (await days()).find((d) => d.kind === 'asr_seconds');
+  let recorded = await asr();
+  for (let i = 0; i < 200 && recorded?.count !== 4; i++) {
+    await sleep(100);
+    recorded = await asr();
+  }
+  t.match(recorded, { amount: 4, count: 4 }, 'every record written once the store is back, the one past the mark too');
+  t.equal((await tts()).status, 200, 'billable calls are served again');
+  t.ok(lines.some((l) => l.msg.startsWith('usage backlog below its mark')), 'the end of the episode is logged');
+});
