@@ -1,11 +1,13 @@
 /**
  * A live session's record in the store: its items as the conversation goes, then its end.
- * Writes run in order, one at a time. When the store cannot be reached (a Postgres restart,
+ * Writes run in order, one at a time, each item with an id (`ref`) so that a batch written again
+ * after a lost answer skips what was stored. When the store cannot be reached (a Postgres restart,
  * `isConnectionError`), the session keeps talking: items wait in memory (bounded per session)
  * and are retried with backoff until stored, in order; an end that cannot be written is retried
  * after them for a bounded time (docs/reliability.md, "Faults"). A write the store refuses for
  * another reason is logged and dropped, as it would be refused again.
  */
+import { randomBytes } from 'node:crypto';
 import { isConnectionError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
@@ -35,7 +37,10 @@ export type RecordOutcome = 'stored' | 'deferred' | 'failed';
 const BATCH = 200;
 
 export class SessionRecordWriter {
-  private readonly pending: { type: string; payload: unknown }[] = [];
+  private readonly pending: { type: string; payload: unknown; ref: string }[] = [];
+  /** Each item's `ref` (this writer's prefix and a count): a retried batch skips what was stored. */
+  private readonly refPrefix = randomBytes(6).toString('base64url');
+  private refs = 0;
   private dropped = 0;
   private end: (SessionEndRecord & { at: Date }) | null = null;
   private running: Promise<void> | null = null;
@@ -60,7 +65,7 @@ export class SessionRecordWriter {
       if (this.dropped === 0) this.o.log.error({ kept: max }, 'session items dropped: too many waiting for the store');
       this.dropped += items.length - room;
     }
-    this.pending.push(...items.slice(0, room));
+    for (const i of items.slice(0, room)) this.pending.push({ type: i.type, payload: i.payload, ref: `${this.refPrefix}:${this.refs++}` });
     this.kick();
   }
 

@@ -343,18 +343,22 @@ export interface SessionItemRow {
 
 /**
  * Appends transcript / tool items in order (`seq` continues from the last item), in one
- * statement; a concurrent append that took the same `seq` is retried.
+ * statement; a concurrent append that took the same `seq` is retried. An item with a `ref`
+ * that the session already holds is skipped: a batch retried after a lost answer (its commit
+ * unknown) writes only what is missing, and the items' `seq` stay contiguous.
  */
-export async function appendSessionItems(sql: Sql, sessionId: string, items: { type: string; payload: unknown }[]): Promise<void> {
+export async function appendSessionItems(sql: Sql, sessionId: string, items: { type: string; payload: unknown; ref?: string }[]): Promise<void> {
   if (items.length === 0) return;
-  const list = items.map((i) => ({ type: i.type, payload: i.payload }));
+  const list = items.map((i) => ({ type: i.type, payload: i.payload, ref: i.ref ?? null }));
   for (let attempt = 0; ; attempt++) {
     try {
       await sql`
-        insert into session_items (session_id, seq, type, payload)
-        select s.id, coalesce((select max(seq) from session_items where session_id = s.id), 0) + e.ord, e.item->>'type', e.item->'payload'
+        insert into session_items (session_id, seq, type, payload, ref)
+        select s.id, coalesce((select max(seq) from session_items where session_id = s.id), 0) + row_number() over (order by e.ord),
+          e.item->>'type', e.item->'payload', e.item->>'ref'
         from sessions s, jsonb_array_elements(${sql.json(list as never)}::jsonb) with ordinality as e(item, ord)
-        where s.id = ${sessionId}`;
+        where s.id = ${sessionId}
+          and not exists (select 1 from session_items x where x.session_id = s.id and x.ref = e.item->>'ref')`;
       return;
     } catch (err) {
       if ((err as { code?: string }).code !== '23505' || attempt >= 5) throw err;

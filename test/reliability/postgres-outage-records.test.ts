@@ -4,7 +4,7 @@
  * callers heard, interrupted replies and replies cut by a hang-up included; and a token refused
  * `4503` during the outage connects once the store is back, also when the store had taken the
  * session's activation and only its answer was lost (the connection dropped just after the
- * commit).
+ * commit); and items whose write committed with its answer lost are recorded once.
  */
 import t from 'tap';
 import { proxyInFront } from '../fixtures/tcp-proxy.ts';
@@ -70,6 +70,24 @@ t.test('a connect whose activation the store took, its answer lost: 4503, and th
   t.equal(rec.status, 'completed');
   t.same(rec.items.filter((i: any) => i.type === 'message').map((i: any) => i.content), ['hello', 'You said: hello'], 'its record');
   t.equal((await rawSocket(url).closed).code, 4401, 'and the token is spent');
+});
+
+t.test('items whose write the store took, its answer lost, are recorded once', async (t) => {
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } } });
+  const session = await createSession(app, agent);
+  const s = rawSocket(`${session.websocket_url}?token=${encodeURIComponent(session.token)}`);
+  t.ok(await s.started(), 'the session started');
+  // The insert of the caller's message (its bound values: the session id and the items' JSON)
+  // commits; the connection is reset before the answer reaches the node, which writes again.
+  const lost = proxy.loseReplyTo(session.session_id, 'lost-answer-probe');
+  s.ws.send(JSON.stringify({ type: 'user.message', text: 'lost-answer-probe', audio: false }));
+  await lost;
+  for (let i = 0; i < 500 && !s.messages.some((m) => m.topic === 'lk.transcription' && m.role === 'agent' && m.final); i++) await sleep(20);
+  s.ws.send(JSON.stringify({ type: 'user.hangup' }));
+  await s.closed;
+  await until('the session to end', async () => (await row(session.session_id))?.status === 'completed');
+  const rec = (await app.req('GET', `/v1/agent/sessions/${session.session_id}`)).body;
+  t.same(rec.items.filter((i: any) => i.type === 'message').map((i: any) => i.content), ['lost-answer-probe', 'You said: lost-answer-probe'], 'each turn once, in order');
 });
 
 t.test('a token refused so and never presented again leaves its session pending, not active on no one', async (t) => {
