@@ -122,7 +122,7 @@ export interface AcceptUpgradeOptions {
 }
 
 /**
- * Completes an upgrade with the connection's `data`, corked. Called from inside the route's
+ * Completes an upgrade with the connection's `data`. Called from inside the route's
  * `upgrade` callback it upgrades at once; called later (after an await) it upgrades from the
  * next macrotask (`setImmediate`), outside uWebSockets.js's HTTP parsing. uWS v20.30 keeps one
  * "parsing HTTP" flag per app: an upgrade resumed in the microtasks of ANOTHER connection's
@@ -131,14 +131,21 @@ export interface AcceptUpgradeOptions {
  */
 export function acceptUpgrade<T>(res: uws.HttpResponse, hs: Handshake, data: T, context: uws.us_socket_context_t, o: AcceptUpgradeOptions = {}): void {
   const protocol = o.protocol ?? hs.protocol;
-  const upgrade = () => res.cork(() => res.upgrade<T>(data, hs.key, protocol, hs.extensions, context));
+  const upgrade = () => res.upgrade<T>(data, hs.key, protocol, hs.extensions, context);
   if (res === upgradingNow) {
+    // Inside uWS's own callback the socket is corked already.
     upgrade();
     return;
   }
   setImmediate(() => {
     if (o.aborted?.()) return o.abandoned?.();
     try {
+      // Not inside `res.cork`: uWS v20.30's cork, after an upgrade that left the socket at the
+      // same address, runs its HTTP connection-close logic on the new WebSocket and can close it
+      // right after open (the client sees 1006; fixed upstream in 2026, not in the build on
+      // npm). The upgrade corks the new socket itself, so the 101 and what `open` sends still
+      // leave in one write; uWS.js prints a "writes must be made from within a corked callback"
+      // warning on stderr for it (docs/reliability.md, "Async WebSocket upgrades").
       upgrade();
     } catch (err) {
       // A caller without `aborted` whose client left: uWS throws on the aborted response.
