@@ -48,7 +48,25 @@ export class AgentCache {
   }
 
   /** The team's agent `id`, from memory when current, else from `load` (the store). */
-  async read(teamId: string, id: string, load: () => Promise<AgentRow | undefined>): Promise<AgentRow | undefined> {
+  read(teamId: string, id: string, load: () => Promise<AgentRow | undefined>): Promise<AgentRow | undefined> {
+    return this.through(this.rows, MAX_ROWS, teamId, id, load);
+  }
+
+  /**
+   * The view of agent `id` that session creation needs, from memory when current, else from
+   * `load`; of any team when `teamId` is undefined (keyless requests to public agents).
+   */
+  readForCreation<T extends { team_id: string }>(teamId: string | undefined, id: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    return this.through(this.creationViews as Map<string, T>, MAX_CREATION_VIEWS, teamId, id, load);
+  }
+
+  /**
+   * One read through `map` (at most `max` entries): the barrier first, then memory, else
+   * `load`, kept only if no invalidation ran meanwhile. What is kept serves every team's
+   * callers; the team check applies to each (`teamId` undefined: any team).
+   */
+  private async through<T extends { team_id: string }>(map: Map<string, T>, max: number, teamId: string | undefined, id: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    const ofTeam = (row: T | undefined) => (row && (teamId === undefined || row.team_id === teamId) ? row : undefined);
     if (this.barrier) {
       try {
         await this.state.sync();
@@ -56,44 +74,18 @@ export class AgentCache {
         // No barrier, no guarantee: read the store, keep nothing.
         this.log?.warn({ err }, 'agent cache barrier failed; reading the store');
         this.clear();
-        return load();
+        return ofTeam(await load());
       }
     }
-    const hit = this.rows.get(id);
-    if (hit) return hit.team_id === teamId ? hit : undefined;
+    const hit = map.get(id);
+    if (hit) return ofTeam(hit);
     const at = this.epoch;
     const row = await load();
     if (row && at === this.epoch) {
-      if (this.rows.size >= MAX_ROWS) this.rows.clear();
-      this.rows.set(id, row);
+      if (map.size >= max) map.clear();
+      map.set(id, row);
     }
-    return row;
-  }
-
-  /**
-   * The view of agent `id` that session creation needs, from memory when current, else from
-   * `load`; of any team when `teamId` is undefined (keyless requests to public agents).
-   */
-  async readForCreation<T extends { team_id: string }>(teamId: string | undefined, id: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
-    if (this.barrier) {
-      try {
-        await this.state.sync();
-      } catch (err) {
-        this.log?.warn({ err }, 'agent cache barrier failed; reading the store');
-        this.clear();
-        return load();
-      }
-    }
-    const hit = this.creationViews.get(id) as T | undefined;
-    if (hit) return teamId === undefined || hit.team_id === teamId ? hit : undefined;
-    const at = this.epoch;
-    // Read of any team, kept for every caller; the team check above applies to each.
-    const row = await load();
-    if (row && at === this.epoch) {
-      if (this.creationViews.size >= MAX_CREATION_VIEWS) this.creationViews.clear();
-      this.creationViews.set(id, row);
-    }
-    return row && (teamId === undefined || row.team_id === teamId) ? row : undefined;
+    return ofTeam(row);
   }
 
   /** After a committed write of agent `id`: forget it here, then tell every other worker and node. */
