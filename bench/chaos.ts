@@ -40,7 +40,6 @@
  * The load (callers, synthesis clients, the webhook receiver) runs in a child process.
  */
 import { execFileSync, fork } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -52,30 +51,10 @@ import { encodeText } from '../native/engines/synthetic/modem.ts';
 import { createLogger } from '../src/log.ts';
 import { startPlatform } from '../src/platform.ts';
 import { percentile, round } from './lib.ts';
+import { fillDisk, smallDisk, type SmallDisk } from '../test/fixtures/small-disk.ts';
 import { startTcpProxy } from '../test/fixtures/tcp-proxy.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Writes to `path` until the file system answers ENOSPC. */
-function fill(path: string): void {
-  const fd = openSync(path, 'w');
-  const block = Buffer.alloc(1024 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    closeSync(fd);
-  }
-  // The last bytes: smaller writes until not one more fits.
-  const fd2 = openSync(`${path}-tail`, 'w');
-  try {
-    for (;;) writeSync(fd2, Buffer.alloc(4096, 1));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    closeSync(fd2);
-  }
-}
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : dflt;
@@ -324,11 +303,11 @@ async function main() {
   const restart = fault === 'redis-restart';
   // `disk-full`: the recordings folder is a tmpfs of its own (`--disk-mb`), filled at the fault.
   const diskFull = fault === 'disk-full';
-  let disk: { dir: string; unmount(): void } | null = null;
+  let disk: SmallDisk | null = null;
   if (diskFull) {
-    const dir = mkdtempSync(join(os.tmpdir(), 'parley-chaos-rec-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${arg('disk-mb', 256)}m`, 'tmpfs', dir], { stdio: 'pipe' });
-    disk = { dir, unmount: () => { try { execFileSync('umount', [dir]); rmSync(dir, { recursive: true, force: true }); } catch {} } };
+    const got = smallDisk(arg('disk-mb', 256));
+    if (typeof got === 'string') throw new Error(`--fault disk-full: ${got}`);
+    disk = got;
   }
   if (dependency === 'postgres' && !process.env.DATABASE_URL) throw new Error(`--fault ${fault} needs DATABASE_URL`);
   if (dependency === 'redis' && !process.env.REDIS_URL) throw new Error(`--fault ${fault} needs REDIS_URL`);
@@ -452,7 +431,7 @@ async function main() {
       restoredAt = Date.now();
     });
   } else if (disk) {
-    fill(join(disk.dir, 'filler'));
+    fillDisk(join(disk.dir, 'filler'));
     restoredAt = null;
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];

@@ -3,9 +3,7 @@
 // its recording: the caller keeps hearing the agent and the transcript keeps growing, the
 // session ends normally, its record and its recording say `disk_full`, the partial files are
 // gone, one warning is logged; once space is back, the next call is recorded again.
-import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, rmdirSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { encodeText } from '../../native/engines/synthetic/modem.ts';
@@ -13,40 +11,9 @@ import { createLogger } from '../../src/log.ts';
 import { openApiValidator } from '../helpers/openapi.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { agentWith, connect, RATE, sessionRecord, type Caller } from '../e2e/session-helpers.ts';
+import { fillDisk, smallDisk } from '../fixtures/small-disk.ts';
 
 const OPENER = 'Welcome to the recorded line.';
-
-/** A tmpfs of 2 MiB (room for a few calls' tracks), or why it cannot be had here. */
-function smallDisk(): { dir: string; unmount(): void } | string {
-  if (process.platform !== 'linux') return 'a tmpfs mount needs Linux';
-  const dir = mkdtempSync(join(tmpdir(), 'parley-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (err) {
-    rmdirSync(dir);
-    return `cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`;
-  }
-  return {
-    dir,
-    unmount: () => {
-      execFileSync('umount', [dir]);
-      rmdirSync(dir);
-    },
-  };
-}
-
-/** Writes zeros to `path` until the file system answers ENOSPC. */
-function fill(path: string): void {
-  const fd = openSync(path, 'w');
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** The caller says `words` (sent at once, then 900 ms of silence); resolves when the agent answered. */
 async function turn(caller: Caller, words: string): Promise<void> {
@@ -60,7 +27,7 @@ async function turn(caller: Caller, words: string): Promise<void> {
   await caller.waitFor(() => caller.convo.state === 'idle' || caller.convo.state === 'listening', 10_000, 'idle again');
 }
 
-const disk = smallDisk();
+const disk = smallDisk(2); // room for a few calls' tracks
 if (typeof disk === 'string') {
   t.plan(0, disk);
 } else {
@@ -85,7 +52,7 @@ if (typeof disk === 'string') {
     t.match(before.body, { status: 'processing', error_code: null }, 'recording while there is room');
 
     // The disk fills. The caller's next words (3.5 s: more than a write chunk) meet ENOSPC.
-    fill(join(disk.dir, 'filler'));
+    fillDisk(join(disk.dir, 'filler'));
     await turn(caller, 'the disk is full now but I keep talking');
     let mid: any;
     for (let i = 0; i < 200; i++) {
