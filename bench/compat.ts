@@ -12,13 +12,11 @@
 // process serves and nothing else. Prints one JSON object.
 //
 //   npx tsx bench/compat.ts [--sockets 200] [--concurrency 50] [--rounds 5] [--text "..."]
-import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { spawnNativeBackend } from '../src/inference/index.ts';
-import { createLogger } from '../src/log.ts';
-import { randomSchema, startPlatform } from '../src/platform.ts';
+import { startBenchPlatform } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -36,13 +34,7 @@ const TEXT = values.text!;
 const RATE = 16000;
 
 const backend = await spawnNativeBackend({ engine: 'synthetic', env: { PARLEY_SYNTHETIC_TTFA_MS: '0', PARLEY_SYNTHETIC_PACING: 'fast' }, stderr: 'ignore' });
-const key = `pk_bench_${randomBytes(16).toString('hex')}`;
-const platform = await startPlatform({
-  env: { PARLEY_SPEECH_CONCURRENCY: '100000' }, // the bench measures the platform, not the per-team cap
-  config: { host: '127.0.0.1', port: 0, dataDir: 'memory', databaseUrl: values['database-url'] || undefined, bootstrapKey: key, logLevel: 'silent', startNativeBackend: false, backendAddress: backend.address },
-  dbSchema: values['database-url'] ? randomSchema() : undefined,
-  log: createLogger({ level: 'silent' }),
-});
+const { platform, key } = await startBenchPlatform({ backendAddress: backend.address, databaseUrl: values['database-url'] });
 
 // The load generator: stream-input sockets with `ws`, HTTP speech requests with node:http.
 const LOADGEN = `

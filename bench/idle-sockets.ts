@@ -14,15 +14,12 @@
 //
 //   npx tsx bench/idle-sockets.ts [--sockets 10000] [--phases ws,headers,body] [--probe-ms 3000]
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { spawnNativeBackend } from '../src/inference/index.ts';
-import { createLogger } from '../src/log.ts';
-import { startPlatform } from '../src/platform.ts';
-import { round } from './lib.ts';
+import { round, startBenchPlatform } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -53,12 +50,7 @@ const memory = () => {
 };
 
 const backend = await spawnNativeBackend({ engine: 'synthetic', env: { PARLEY_SYNTHETIC_TTFA_MS: '0', PARLEY_SYNTHETIC_PACING: 'fast' }, stderr: 'ignore' });
-const key = `pk_bench_${randomBytes(16).toString('hex')}`;
-const platform = await startPlatform({
-  env: { PARLEY_SPEECH_CONCURRENCY: '100000' },
-  config: { host: '127.0.0.1', port: 0, dataDir: 'memory', bootstrapKey: key, logLevel: 'silent', startNativeBackend: false, backendAddress: backend.address },
-  log: createLogger({ level: 'silent' }),
-});
+const { platform, key } = await startBenchPlatform({ backendAddress: backend.address });
 const port = new URL(platform.url).port;
 const startTimeoutMs = platform.config.wsStartTimeoutMs;
 

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createLogger } from '../src/log.ts';
+import { randomSchema, startPlatform, type Platform } from '../src/platform.ts';
 
 /** Starts `parley serve` (or another tsx entry) as a child and resolves its base URL. */
 export function startChild(args: string[], env: Record<string, string>, children: ChildProcess[]): Promise<string> {
@@ -34,4 +37,20 @@ export function testSignal(sampleRateHz: number, seconds: number): Int16Array {
     x[i] = Math.round(6000 * Math.sin(2 * Math.PI * 1000 * t) + 4000 * sweep + (seed / 0x7fffffff - 0.5) * 2000);
   }
   return x;
+}
+
+/**
+ * A platform in the bench's process over `backendAddress`: the embedded store, or a fresh
+ * schema on `databaseUrl`; a bootstrap key; no per-team speech cap (the benches measure the
+ * platform, not the cap); silent logs.
+ */
+export async function startBenchPlatform(o: { backendAddress: string; databaseUrl?: string }): Promise<{ platform: Platform; key: string }> {
+  const key = `pk_bench_${randomBytes(16).toString('hex')}`;
+  const platform = await startPlatform({
+    env: { PARLEY_SPEECH_CONCURRENCY: '100000' },
+    config: { host: '127.0.0.1', port: 0, dataDir: 'memory', databaseUrl: o.databaseUrl || undefined, bootstrapKey: key, logLevel: 'silent', startNativeBackend: false, backendAddress: o.backendAddress },
+    dbSchema: o.databaseUrl ? randomSchema() : undefined,
+    log: createLogger({ level: 'silent' }),
+  });
+  return { platform, key };
 }

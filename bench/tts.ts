@@ -36,7 +36,6 @@
 // child process, so the platform's process serves requests and nothing else and its CPU
 // time is the platform's own cost. The burst part's direct path runs in this process (its
 // CPU is the bare gRPC client's, subtracted from the platform's).
-import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import inspector from 'node:inspector/promises';
@@ -52,10 +51,8 @@ import { createEncoder, int16ToFloat32, loadMp3Module } from '../src/audio/index
 import { AudioEncoding, SynthesizeRequestSchema } from '../src/gen/inference/v1/inference_pb.ts';
 import { createGrpcClient } from '../src/inference/grpc-service.ts';
 import { spawnNativeBackend, type SynthesizeInput } from '../src/inference/index.ts';
-import { createLogger } from '../src/log.ts';
-import { randomSchema, startPlatform } from '../src/platform.ts';
 import { parseSynthesisRequest, toBackendRequest } from '../src/speech/request.ts';
-import { testSignal } from './lib.ts';
+import { startBenchPlatform, testSignal } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -254,13 +251,7 @@ async function runChild() {
 
 async function withPlatform<T>(backendEnv: Record<string, string>, fn: (ctx: { port: number; key: string; backendAddress: string; loadgen: ChildProcess }) => Promise<T>): Promise<T> {
   const backend = await spawnNativeBackend({ engine: 'synthetic', env: backendEnv, stderr: 'ignore' });
-  const key = `pk_bench_${randomBytes(16).toString('hex')}`;
-  const platform = await startPlatform({
-    env: { PARLEY_SPEECH_CONCURRENCY: '100000' }, // the bench measures the platform, not the per-team cap
-    config: { host: '127.0.0.1', port: 0, dataDir: 'memory', databaseUrl: values['database-url'] || undefined, bootstrapKey: key, logLevel: 'silent', startNativeBackend: false, backendAddress: backend.address },
-    dbSchema: values['database-url'] ? randomSchema() : undefined,
-    log: createLogger({ level: 'silent' }),
-  });
+  const { platform, key } = await startBenchPlatform({ backendAddress: backend.address, databaseUrl: values['database-url'] });
   const loadgen = fork(fileURLToPath(import.meta.url), ['--child'], { execArgv: ['--import=tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   try {
     return await fn({ port: platform.port, key, backendAddress: backend.address, loadgen });
