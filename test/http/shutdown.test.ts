@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
+import { slowUpload } from '../fixtures/slow-upload.ts';
 import { once } from 'node:events';
 
 /** Runs `parley serve` as a child process on a free port; resolves once it listens. */
@@ -34,24 +34,14 @@ t.test('SIGTERM finishes an in-flight request, then exits 0', async (t) => {
   const { child, port } = await serve(t, { PARLEY_BOOTSTRAP_KEY: key, LOG_LEVEL: 'warn' });
 
   const body = JSON.stringify({ name: 'made during shutdown' });
-  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/agent/agents', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
-  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    req.on('response', (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
-    req.on('error', reject);
-  });
-  req.write(body.slice(0, 5)); // the request is now in flight
+  const upload = slowUpload(port, '/v1/agent/agents', { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body); // now in flight
   await new Promise((r) => setTimeout(r, 300));
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 300));
   const refused = await fetch(`http://127.0.0.1:${port}/health`).then(() => false, () => true);
   t.ok(refused, 'no new connections once draining');
-  req.end(body.slice(5));
-  const res = await response;
+  const res = await upload.finish();
   t.equal(res.status, 201, 'the in-flight request completed');
   t.equal(JSON.parse(res.text).name, 'made during shutdown');
   const [code] = await exited;

@@ -7,13 +7,13 @@
  */
 import t from 'tap';
 import net from 'node:net';
-import { request } from 'node:http';
 import { pack } from 'msgpackr';
 import WebSocket from 'ws';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, sleep } from '../e2e/session-helpers.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { caller } from '../scale/helpers.ts';
+import { slowUpload } from '../fixtures/slow-upload.ts';
 
 /** A raw keep-alive connection: what it receives, and a way to send on it. */
 async function rawConnection(port: number) {
@@ -73,16 +73,7 @@ t.test('a platform closing with a live session: session.ended shutdown, then clo
 
   // A request in flight: its body is still uploading when the stop begins.
   const body = JSON.stringify({ name: 'made during shutdown' });
-  const req = request({ host: '127.0.0.1', port: app.port, method: 'POST', path: '/v1/agent/agents', headers: { ...app.auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
-  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    req.on('response', (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
-    req.on('error', reject);
-  });
-  req.write(body.slice(0, 5));
+  const upload = slowUpload(app.port, '/v1/agent/agents', { ...app.auth, 'Content-Type': 'application/json' }, body);
   for (let i = 0; i < 100 && app.http.inFlight === 0; i++) await sleep(10);
   t.equal(app.http.inFlight, 1, 'the request is in flight');
 
@@ -99,8 +90,7 @@ t.test('a platform closing with a live session: session.ended shutdown, then clo
   t.match(upgrade, /^HTTP\/1\.1 503/, 'an upgrade on a connection opened before: 503');
   t.notOk(c.messages.some((m) => m.type === 'session.ended'), 'the session goes on while the request in flight finishes');
 
-  req.end(body.slice(5));
-  const res = await response;
+  const res = await upload.finish();
   t.equal(res.status, 201, 'the request in flight was answered');
 
   t.same(await live.closed, { code: 1001, reason: 'Server shutting down' }, '/v1/tts/live closed 1001 going away');
