@@ -1018,7 +1018,9 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   const deps: SessionDeps = { ...given, output: { message: guard((m) => given.output.message(m)), audio: guard((p, at) => given.output.audio(p, at)) } };
   // The arrival of the caller's recent audio: pairs (stream end position in ms, clock time) of
   // the last ARRIVALS pieces: where the caller's end of speech arrived (TurnMetrics.recognition_ms).
-  const arrivals = new Float64Array(ARRIVALS * 2);
+  // Allocated with the first piece: 4 KB that a connected session which never sends audio (a
+  // muted microphone) does not need (bench/README.md, idle sessions).
+  let arrivals: Float64Array | null = null;
   let pieces = 0;
   const io: SessionIo = {
     stt: null,
@@ -1030,6 +1032,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       // The piece holding atMs: the first whose end is at or after it, with the piece before it
       // ending before it (the oldest piece kept has no known start, so it cannot be that piece
       // unless it is the stream's first).
+      if (!arrivals) return null;
       const oldest = Math.max(0, pieces - ARRIVALS);
       let start = oldest === 0 ? 0 : Infinity;
       for (let i = oldest; i < pieces; i++) {
@@ -1039,7 +1042,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       }
       return null;
     },
-    context: () => actor.getSnapshot().context,
+    context() { return actor.getSnapshot().context; },
     // `hang_up_call` when the plan enables it, then the runtime's tools. Calls run as children
     // of this session's actor.
     tools: new ToolCalls({
@@ -1048,8 +1051,8 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       record: deps.record,
       clock: deps.clock,
       toolEvents: plan.toolEvents,
-      spawn: (input) => actor.send({ type: 'tool.spawn', input }),
-      stop: (callId) => actor.send({ type: 'tool.stop', callId }),
+      spawn(input) { actor.send({ type: 'tool.spawn', input }); },
+      stop(callId) { actor.send({ type: 'tool.stop', callId }); },
     }),
   };
   let state: AgentState = 'initializing';
@@ -1071,7 +1074,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   // The io above reaches the actor only once it runs.
   const actor = createActor(sessionMachine, { input: { plan, rt: { deps, io } }, clock: deps.clock });
   actor.subscribe({
-    next: (snap) => {
+    next(snap) {
       if (snap.status === 'done') {
         finish(snap.context.failed ? 'failed' : 'completed', snap.context.endReason ?? 'ended');
         return;
@@ -1082,7 +1085,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
         deps.output.message({ topic: 'lk.agent.state', state: s });
       }
     },
-    error: (err) => {
+    error(err) {
       deps.log?.error({ err }, 'session actor threw');
       finish('failed', 'error');
     },
@@ -1101,6 +1104,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
       sentBytes += pcm.length;
       io.sttSentMs = sentBytes / 32; // 16 kHz × 2 bytes = 32 bytes per millisecond
       const k = (pieces++ % ARRIVALS) * 2;
+      arrivals ??= new Float64Array(ARRIVALS * 2);
       arrivals[k] = io.sttSentMs;
       arrivals[k + 1] = deps.clock.now();
       io.stt.sendAudio(pcm);

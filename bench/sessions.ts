@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -287,32 +287,40 @@ async function main() {
   // --only creations: this phase alone, with what it cost (below); --cpu-profile then covers it.
   const onlyAt = process.argv.indexOf('--only');
   const onlyCreations = onlyAt > 0 && process.argv[onlyAt + 1] === 'creations';
-  const creator = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'creator', BENCH_CREATOR: JSON.stringify({ url: platform.url, key, agent, seconds: creationSeconds, inFlight: 32 }) }, execArgv: ['--import=tsx'] });
-  // The creator loads, says ready, and starts when told: the cost window is the creations alone.
-  await new Promise((r) => creator.once('message', r));
-  const creationProbe = onlyCreations ? await startCreationProbe(process.argv.indexOf('--cpu-profile'), node?.threads ?? []) : null;
-  const created = new Promise<CreationReport>((r) => creator.once('message', (m) => r(m as never)));
-  creator.send('go');
-  const creation = await created;
-  const creationsPerSecond = creation.created / (creation.ms / 1000);
-  if (creationProbe) {
-    const cost = await creationProbe.stop(creation);
-    console.log(JSON.stringify({
-      command: `npx tsx bench/sessions.ts --only creations --creations-seconds ${creationSeconds}${node ? ` --workers ${workerCount}` : ''}`,
-      store: platform.db.kind,
-      state: platform.state.kind,
-      workers: workerCount,
-      session_creations_per_second: round(creationsPerSecond, 1),
-      session_creations: creation.created,
-      session_creations_failed: creation.failed,
-      session_creation_latency_ms: creation.latencyMs,
-      ...cost,
-      machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
-    }));
-    await platform.close();
-    await Promise.all(backends.map((b) => b.stop()));
-    rmSync(timingsDir, { recursive: true, force: true });
-    process.exit(0);
+  // --only idle: neither the creation phase nor the talking phase: the baseline sessions talk for
+  // `--baseline-seconds` (3 by default here) to warm the shared paths, then the idle phase alone
+  // prints the idle memory figures.
+  const onlyIdle = onlyAt > 0 && process.argv[onlyAt + 1] === 'idle';
+  let creation: CreationReport = { created: 0, failed: 0, ms: 1, latencyMs: { p50: 0, p99: 0 }, cpuS: 0 };
+  let creationsPerSecond = 0;
+  if (!onlyIdle) {
+    const creator = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'creator', BENCH_CREATOR: JSON.stringify({ url: platform.url, key, agent, seconds: creationSeconds, inFlight: 32 }) }, execArgv: ['--import=tsx'] });
+    // The creator loads, says ready, and starts when told: the cost window is the creations alone.
+    await new Promise((r) => creator.once('message', r));
+    const creationProbe = onlyCreations ? await startCreationProbe(process.argv.indexOf('--cpu-profile'), node?.threads ?? []) : null;
+    const created = new Promise<CreationReport>((r) => creator.once('message', (m) => r(m as never)));
+    creator.send('go');
+    creation = await created;
+    creationsPerSecond = creation.created / (creation.ms / 1000);
+    if (creationProbe) {
+      const cost = await creationProbe.stop(creation);
+      console.log(JSON.stringify({
+        command: `npx tsx bench/sessions.ts --only creations --creations-seconds ${creationSeconds}${node ? ` --workers ${workerCount}` : ''}`,
+        store: platform.db.kind,
+        state: platform.state.kind,
+        workers: workerCount,
+        session_creations_per_second: round(creationsPerSecond, 1),
+        session_creations: creation.created,
+        session_creations_failed: creation.failed,
+        session_creation_latency_ms: creation.latencyMs,
+        ...cost,
+        machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
+      }));
+      await platform.close();
+      await Promise.all(backends.map((b) => b.stop()));
+      rmSync(timingsDir, { recursive: true, force: true });
+      process.exit(0);
+    }
   }
 
   // --caller-frame-ms: how much audio each caller frame carries (10–100 ms, a multiple of 10;
@@ -331,7 +339,7 @@ async function main() {
   // Phase 1, the reference: `--baseline-sessions` (20) sessions talk alone for
   // `--baseline-seconds`; what their callers hear is what the platform gives an unloaded node.
   const baseN = Math.max(1, Math.min(n, arg('baseline-sessions', 20)));
-  const baseSeconds = arg('baseline-seconds', 20);
+  const baseSeconds = arg('baseline-seconds', onlyIdle ? 3 : 20);
   const first = await ask({ type: 'connect', from: 0, to: baseN }, 'connected');
   await ask({ type: 'talk', count: baseN }, 'talking');
   await sleep(1000);
@@ -358,6 +366,31 @@ async function main() {
   const memIdle = process.memoryUsage();
   if (snapAt > 0) v8.writeHeapSnapshot(`${process.argv[snapAt + 1]}-idle.heapsnapshot`);
   const connected = { held: first.held + rest.held, failed: rest.failed };
+  if (onlyIdle) {
+    const idleHere = rest.held * (second ? 1 / 2 : 1);
+    console.log(JSON.stringify({
+      command: `npx tsx bench/sessions.ts --only idle --sessions ${n}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 3 ? ` --baseline-seconds ${baseSeconds}` : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
+      store: platform.db.kind,
+      state: platform.state.kind,
+      sessions_requested: n,
+      sessions_held: connected.held,
+      sessions_failed: connected.failed,
+      idle_sessions: rest.held,
+      memory_per_idle_session_kb: rest.held ? round((memIdle.rss - memQuiet.rss) / idleHere / 1024, 1) : null,
+      heap_and_buffers_per_idle_session_kb: rest.held ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+      heap_per_idle_session_kb: rest.held ? round((memIdle.heapUsed - memQuiet.heapUsed) / idleHere / 1024, 1) : null,
+      array_buffers_per_idle_session_kb: rest.held ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
+      external_per_idle_session_kb: rest.held ? round((memIdle.external - memQuiet.external) / idleHere / 1024, 1) : null,
+      machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
+    }));
+    child.send({ type: 'stop' });
+    await next('stopped');
+    await second?.stop();
+    await platform.close();
+    await Promise.all(backends.map((b) => b.stop()));
+    rmSync(timingsDir, { recursive: true, force: true });
+    process.exit(0);
+  }
   // Phase 3: every session talks; the measured window starts once each has had time to ask.
   await ask({ type: 'talk', count: n }, 'talking');
   await sleep(3000);

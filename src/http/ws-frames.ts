@@ -70,17 +70,21 @@ export const WS_STALLED = 4008;
  */
 export function stallWatch(ms: number, end: (code: number, reason: string) => void): { behind(): void; caughtUp(): void; stop(): void } {
   let timer: NodeJS.Timeout | undefined;
-  const stop = () => {
-    clearTimeout(timer);
-    timer = undefined;
-  };
+  // Methods, not named arrow functions: one watch per socket, and under tsx a named arrow costs a
+  // 256-byte property dictionary (bench/README.md, idle sessions).
   return {
-    behind: () => {
+    behind() {
       if (timer || !(ms > 0)) return;
       timer = setTimeout(() => end(WS_STALLED, `Client not reading: nothing taken for ${ms / 1000} s`), ms);
       timer.unref();
     },
-    caughtUp: stop,
-    stop,
+    caughtUp() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
   };
 }

@@ -371,9 +371,9 @@ export class Backend {
     return {
       conn,
       call,
-      abandoned: () => abandoned,
+      abandoned() { return abandoned; },
       abandon,
-      take: () => {
+      take() {
         const m = inbox.queue.shift();
         if (readable?.isPaused() && inbox.queue.length < 8 && !abandoned) readable.resume();
         return m;
@@ -487,9 +487,9 @@ export class Backend {
     write({ event: { case: 'config', value: config } });
     const iter = this.read<TranscribeStreamResponse>(t, o);
     return {
-      sendAudio: (pcm) => write({ event: { case: 'audio', value: pcm } }),
-      commit: () => write({ event: { case: 'commit', value: {} } }),
-      end: () => { if (!call.writableEnded) call.end(); },
+      sendAudio(pcm) { write({ event: { case: 'audio', value: pcm } }); },
+      commit() { write({ event: { case: 'commit', value: {} } }); },
+      end() { if (!call.writableEnded) call.end(); },
       cancel: t.abandon,
       [Symbol.asyncIterator]: () => iter,
     };

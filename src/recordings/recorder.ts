@@ -283,17 +283,18 @@ export function startRecorder(o: RecorderOptions, sessionId: string, now: () => 
   };
 
   return {
-    user: (pcm) => { if (!finishing) tracks.get('user')!.push(pcm, now()); },
-    agent: (pcm, playAt) => { if (!finishing) tracks.get('agent')!.push(pcm, playAt); },
-    finish: () =>
-      (finishing ??= (async () => {
+    user(pcm) { if (!finishing) tracks.get('user')!.push(pcm, now()); },
+    agent(pcm, playAt) { if (!finishing) tracks.get('agent')!.push(pcm, playAt); },
+    finish() {
+      return (finishing ??= (async () => {
         await registered.catch(() => undefined);
         // Completing the files is the last local write: a full disk may show only now.
         const closed = await Promise.all([...tracks].map(([role, track]) => track.close().then((bytes) => ({ role, track, bytes }), () => null)));
         if (stopping) return void (await stopping);
         const failures = (await Promise.all(closed.map((c) => c && settle(c.role, c.track, c.bytes)))).filter((f) => f);
         if (failures.length) o.log.warn({ sessionId, error_code: 'upload_failed', tracks: failures.length }, `Recording not stored: ${failures[0]!.message}`);
-      })()),
+      })());
+    },
   };
 }
 

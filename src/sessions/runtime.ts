@@ -103,11 +103,7 @@ export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = 
   return {
     sessionId: session.id,
     systemPrompt: render(o.system_prompt ?? p.system_prompt),
-    context: (now) => {
-      const lines = [`Always speak ${languageName} (${language}), whatever language the caller uses.`];
-      if (session.world_context) lines.push(worldContext('start', created, session.timezone), worldContext('turn', new Date(now), session.timezone));
-      return lines;
-    },
+    context: planContext(languageName, language, session.world_context ? { created, timezone: session.timezone } : null),
     firstMessage,
     // A message that renders to nothing (only empty variables) left nothing: the call was hung up.
     ...(vm ? { endAfterFirstMessage: firstMessage.mode === 'fixed' && !firstMessage.text.trim() ? VOICEMAIL_HUNG_UP : VOICEMAIL_LEFT } : {}),
@@ -121,6 +117,19 @@ export function buildPlan(session: SessionRow, config: StoredDraft, voicemail = 
     hangUpTool: config.tools.system_tools.hang_up_call,
     reengage: c.reengage_enabled ? { afterMs: halfIdle, nudge: NUDGE[language] ?? NUDGE.en, farewell: c.hangup_farewell_enabled ? FAREWELL[language] ?? FAREWELL.en : null } : null,
     toolEvents: session.tool_events,
+  };
+}
+
+/**
+ * The plan's `context`: a closure over these values only. A closure written inside `buildPlan`
+ * kept its whole scope alive (the session row, its variables) for the session's life: ~4 KB
+ * per connected session (bench/README.md, idle sessions).
+ */
+function planContext(languageName: string, language: string, world: { created: Date; timezone: SessionRow['timezone'] } | null): SessionPlan['context'] {
+  return (now) => {
+    const lines = [`Always speak ${languageName} (${language}), whatever language the caller uses.`];
+    if (world) lines.push(worldContext('start', world.created, world.timezone), worldContext('turn', new Date(now), world.timezone));
+    return lines;
   };
 }
 
@@ -164,12 +173,12 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
       // Caller frames go to the recognizer in batches of RECOGNIZER_BATCH_MS (audio-batch.ts).
       const batch = new AudioBatcher((pcm) => s.sendAudio(pcm), { batchMs: o.recognizerBatchMs });
       return {
-        sendAudio: (pcm) => batch.push(pcm),
-        end: () => {
+        sendAudio(pcm) { batch.push(pcm); },
+        end() {
           batch.end();
           s.end();
         },
-        cancel: () => {
+        cancel() {
           batch.cancel();
           s.cancel();
         },
@@ -224,7 +233,7 @@ export function inferenceBackend(inference: InferenceClient, o: { teamId: string
 function withCustomLlm(
   backend: SessionBackend,
   config: StoredDraft,
-  o: { session: SessionRow; plan: SessionPlan; box?: SecretBox; allow?: string[]; log: Logger; onFailure(f: LlmFailure): void },
+  o: { session: Pick<SessionRow, 'id' | 'end_user_id'>; plan: SessionPlan; box?: SecretBox; allow?: string[]; log: Logger; onFailure(f: LlmFailure): void },
 ): SessionBackend {
   const custom = config.llm?.custom;
   if (!custom || !o.box) return backend;
@@ -497,7 +506,10 @@ export class SessionRuntime {
 
   private launch(session: SessionRow, config: StoredDraft, extra: { tools?: SessionTool[]; pinned?: unknown; voicemail?: boolean } = {}): LiveSession {
     const plan = buildPlan(session, config, extra.voicemail);
-    const log = this.o.log.child({ sessionId: session.id });
+    // The closures below use the id, never the row: a closure naming `session` kept the whole
+    // row (43 columns, ~4 KB) alive for the session's life (bench/README.md, idle sessions).
+    const id = session.id;
+    const log = this.o.log.child({ sessionId: id });
     const resume = randomBytes(24).toString('base64url');
     let link: ClientLink | null = null;
     let grace: unknown = null;
@@ -514,11 +526,11 @@ export class SessionRuntime {
     // cut the agent's speech in the recording).
     const recorder = session.record_audio ? (this.o.recordings?.start(session.id, () => clock.now()) ?? null) : null;
     const output: SessionOutput = {
-      message: (m) => {
+      message(m) {
         link?.message(m);
         if (endWhenIdle && m.topic === 'lk.agent.state' && (m.state === 'idle' || m.state === 'listening')) handle.end(endWhenIdle);
       },
-      audio: (pcm, playAt) => {
+      audio(pcm, playAt) {
         recorder?.agent(pcm, playAt);
         link?.audio(pcm);
       },
@@ -535,7 +547,7 @@ export class SessionRuntime {
     const handle = this.supervisor.start(
       plan,
       { backend: withCustomLlm(inferenceBackend(this.o.inference, { teamId: session.team_id, chatModel, requestId: session.id, resolveVoice: this.o.resolveVoice, log, voiceId: plan.voiceId }), config, {
-        session, plan, box: this.o.box, allow: this.o.outboundAllow, log,
+        session: { id, end_user_id: session.end_user_id }, plan, box: this.o.box, allow: this.o.outboundAllow, log,
         onFailure: (f) => {
           record([{ type: 'llm.endpoint_error', payload: { ...f, created_at: new Date(clock.now()).toISOString() } }]);
           output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
@@ -543,12 +555,12 @@ export class SessionRuntime {
         },
       }), output, onCallerAudio: recorder ? (pcm) => recorder.user(pcm) : undefined, record, clock, log,
         // Each turn's latency split, as it starts speaking (the console's test call shows it live).
-        onTurn: (m) => output.message({ topic: 'agent-event', type: 'turn.metrics', ...m }),
+        onTurn(m) { output.message({ topic: 'agent-event', type: 'turn.metrics', ...m }); },
         retrieve: knowledgeRetriever(this.o.sql, { config, pinned: extra.pinned, log }), tools: [...(sessionTools?.tools ?? []), ...(extra.tools ?? [])] },
       async (e: SessionEnd) => {
         if (grace !== null) clock.clearTimeout(grace);
-        this.live.delete(session.id);
-        this.o.sessionRegistry?.release(session.id).catch((err) => log.warn({ err }, 'session registry entry not removed'));
+        this.live.delete(id);
+        this.o.sessionRegistry?.release(id).catch((err) => log.warn({ err }, 'session registry entry not removed'));
         const l = link;
         link = null;
         // The record is final before the client hears the end: a client that reads the session
@@ -572,26 +584,29 @@ export class SessionRuntime {
         log.info({ status: e.status, reason: e.reason, turns: e.turns.length }, 'session ended');
       },
     );
+    const graceMs = this.o.reconnectGraceMs ?? RECONNECT_GRACE_MS;
+    // Object methods, not arrow properties, here and in the other objects a live session keeps:
+    // under tsx (esbuild's keepNames) a named arrow function is wrapped in `__name`, which
+    // redefines its `name` and gives it a 256-byte property dictionary (bench/README.md).
     const live: LiveSession = {
       id: session.id,
       handle,
       resume,
-      clientToolResult: (r) => void sessionTools?.client.deliver(r),
-      attach: (l) => {
+      clientToolResult(r) { void sessionTools?.client.deliver(r); },
+      attach(l) {
         if (grace !== null) clock.clearTimeout(grace);
         grace = null;
         const previous = link;
         link = l;
         if (previous && previous !== l) previous.close(4409, 'Replaced by a newer connection');
       },
-      detach: (l, how) => {
+      detach(l, how) {
         if (link !== l) return;
         link = null;
         if (how === 'clean') {
           handle.end('user_hangup');
           return;
         }
-        const graceMs = this.o.reconnectGraceMs ?? RECONNECT_GRACE_MS;
         grace = clock.setTimeout(() => handle.end('connection_lost'), graceMs);
       },
     };

@@ -170,18 +170,18 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         }
       };
       const link: ClientLink = {
-        message: (m) => {
+        message(m) {
           if (d.closed) return;
           if (d.out.length > 0) writeAudio(d);
           ws.cork(() => ws.send(JSON.stringify(m), false));
         },
-        audio: (pcm) => {
+        audio(pcm) {
           if (d.closed) return;
           // The frame is not copied: queued agent audio is never written to (actors/playout.ts).
           if (d.out.push(pcm) > 1) return;
           if (pending.push(d) === 1) queueMicrotask(writeAllAudio);
         },
-        close: (code, reason) => refuse(code, reason),
+        close(code, reason) { refuse(code, reason); },
       };
       d.link = link;
       d.stall = stallWatch(http.wsStallTimeoutMs, (code, reason) => {
