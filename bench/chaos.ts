@@ -3,7 +3,8 @@
  * webhooks run against one platform node while a fault is injected; prints one JSON object
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
- *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart|disk-full] [--disk-mb 256] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart|disk-full|slow-clients] [--disk-mb 256] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
+ *     [--stalled 10] [--idle-ws 5000] [--slowloris 2000] [--crowd-seconds 60]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -31,6 +32,21 @@
  *   `--fault-at`. Reported besides: sessions by status and reason, and each ended session's
  *   recording outcome (every track complete, or failed with the tracks' error codes).
  *
+ * - `slow-clients`: at `--fault-at` (30 s for this fault), from a process of their own: `--stalled` (10) callers join
+ *   sessions of an agent whose opener is ~10 minutes of speech and stop reading their socket at
+ *   once (ws's `pause()`; their microphone keeps sending silence); a crowd of `--idle-ws` (5,000)
+ *   keyless `stream-input` WebSockets that never send their first message and `--slowloris`
+ *   (2,000) connections dribbling half a request's headers a byte every 2 s, each reopened when
+ *   the platform closes it until `--crowd-seconds` (60) after the fault, then left to be closed.
+ *   The run goes on until every stalled caller was closed 4008 (the platform's log) and 15 s
+ *   more, within `--seconds` (300 for this fault). Reported besides: the platform's heap +
+ *   external and RSS before (forced GC), at the peak while the slow clients were there and
+ *   after (forced GC); the healthy callers' turn latency on their clock (last audio of a
+ *   question out → first agent audio in) and the synthesis clients' first byte, p50 / p99, by
+ *   window (before, crowds, stalled only, after); each crowd's opens, lifetimes and how the
+ *   platform ended them; when the platform closed each stalled caller (from its last read),
+ *   what the caller then read, and its session's record and webhook.
+ *
  * Single-use tokens (every fault): besides the callers, a joiner creates a session every
  * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
  * issued (joiners' and callers') is presented again. Reported: creations and connects by
@@ -50,7 +66,7 @@ import WebSocket from 'ws';
 import { encodeText } from '../native/engines/synthetic/modem.ts';
 import { createLogger } from '../src/log.ts';
 import { startPlatform } from '../src/platform.ts';
-import { percentile, round } from './lib.ts';
+import { benchChild, ensureFdLimit, memoryAfterGc, openCrowd, percentile, round, type CrowdReport } from './lib.ts';
 import { fillDisk, smallDisk, type SmallDisk } from '../test/fixtures/small-disk.ts';
 import { startTcpProxy } from '../test/fixtures/tcp-proxy.ts';
 
@@ -74,6 +90,12 @@ interface LoadReport {
   retried: { session_id: string; first: number | string; then: number | string; at: number }[];
   tts: { requests: number; ok: number; failedBeforeBody: Record<string, number>; failedAfterFault: Record<string, number>; firstMessage: Record<string, string>; slowestAfterFaultMs: number; over5sAfterFault: number; cutAfterFirstByte: number; hung: number; afterFaultFirstOkMs: number | null };
   webhooks: { received: number; sessionsEnded: number };
+  /**
+   * On the load's clock: each question's latency, from its last audio leaving to the first agent
+   * audio arriving ([question end ms since epoch, ms]; a question asked while the previous answer
+   * still played is not timed); each `200` synthesis request's first byte ([request start, ms]).
+   */
+  timed: { turns: [number, number][]; unanswered: number; ttfb: [number, number][] };
 }
 
 // ------------------------------------------------------------------------------------------
@@ -94,7 +116,10 @@ async function load() {
     heardTexts: {},
     retried: [],
     tokens: { created: 0, createdStatus: {}, connected: 0, connectClose: {}, reused: 0, reuseAdmitted: 0, reuseClose: {}, givenBackAdmitted: 0, givenBackClose: {} },
+    timed: { turns: [], unanswered: 0, ttfb: [] },
   };
+  // `--fault slow-clients`: the callers keep their pace through the fault (no one asks again).
+  let askAgain = true;
   /** Every token issued, and whether a session was started with it. */
   const issued: { s: { websocket_url: string; token: string; session_id: string }; admitted: boolean; first?: number }[] = [];
   const bump = (o: Record<string, number>, k: string | number) => void (o[k] = (o[k] ?? 0) + 1);
@@ -120,7 +145,7 @@ async function load() {
   // caller who hears a glitch does): recovery is when the first question that was then heard
   // and answered began, after the kill, on the caller's clock.
   const questionMs = question.length / 16;
-  interface Caller { ws: WebSocket; pos: number; speakAt: number; starts: number[]; heardStart: number | null; recoveredAt: number | null; closed: boolean }
+  interface Caller { ws: WebSocket; pos: number; speakAt: number; starts: number[]; heardStart: number | null; recoveredAt: number | null; closed: boolean; endAt: number; lastAudioAt: number }
   const callers: Caller[] = [];
   await Promise.all(Array.from({ length: plan.sessions }, async (_, i) => {
     await sleep((i * 2000) / plan.sessions);
@@ -133,9 +158,15 @@ async function load() {
     const heard = (report.heard[s.session_id] = { user: 0, agent: 0 });
     const texts = (report.heardTexts[s.session_id] = [] as [string, string][]);
     const ws = new WebSocket(wsUrl(s));
-    const c: Caller = { ws, pos: -1, speakAt: Date.now() + 1000 + (i * 4000) / plan.sessions, starts: [], heardStart: null, recoveredAt: null, closed: false };
+    const c: Caller = { ws, pos: -1, speakAt: Date.now() + 1000 + (i * 4000) / plan.sessions, starts: [], heardStart: null, recoveredAt: null, closed: false, endAt: 0, lastAudioAt: 0 };
     ws.on('message', (d, bin) => {
-      if (bin) return;
+      if (bin) {
+        const now = Date.now();
+        c.lastAudioAt = now;
+        if (c.endAt > 0 && c.pos < 0) report.timed.turns.push([c.endAt, now - c.endAt]);
+        c.endAt = 0;
+        return;
+      }
       const m = JSON.parse(d.toString());
       if (m.type === 'session.started') mine.admitted = true;
       if (m.topic === 'agent-event' && m.type === 'error') report.sessions.errorEvents++;
@@ -176,14 +207,24 @@ async function load() {
     for (let k = phase; k < callers.length; k += 10) {
       const c = callers[k]!;
       if (c.closed || c.ws.readyState !== WebSocket.OPEN) continue;
-      if (c.pos < 0 && now >= c.speakAt) { c.pos = 0; c.starts.push(now); }
+      if (c.pos < 0 && now >= c.speakAt) {
+        if (c.endAt > 0) report.timed.unanswered++;
+        c.endAt = 0;
+        c.pos = 0;
+        c.starts.push(now);
+      }
       if (c.pos >= 0) {
         const piece = question.subarray(c.pos, c.pos + frame);
         const bytes = new Uint8Array(frame * 2);
         bytes.set(new Uint8Array(piece.buffer, piece.byteOffset, piece.byteLength));
         c.ws.send(bytes);
         c.pos += frame;
-        if (c.pos >= question.length) { c.pos = -1; c.speakAt = now + (now > faultAt && c.recoveredAt === null ? 1000 : 4000); }
+        if (c.pos >= question.length) {
+          c.pos = -1;
+          c.speakAt = now + (askAgain && now > faultAt && c.recoveredAt === null ? 1000 : 4000);
+          // Timed unless the previous answer was still playing (its audio would be taken as this one's).
+          c.endAt = now - c.lastAudioAt < 300 ? 0 : now;
+        }
       } else c.ws.send(silence);
     }
   }, 10);
@@ -210,6 +251,7 @@ async function load() {
         for (;;) {
           const x = await reader.read();
           if (x.done) break;
+          if (!gotBody) report.timed.ttfb.push([began, Date.now() - began]);
           gotBody = true;
         }
         report.tts.ok++;
@@ -249,10 +291,11 @@ async function load() {
     })());
   }, 250);
 
-  process.on('message', async (m: { type: string; at?: number }) => {
+  process.on('message', async (m: { type: string; at?: number; askAgain?: boolean }) => {
     if (m.type === 'fault') {
       faultAt = m.at!;
-      for (const c of callers) if (c.pos < 0) c.speakAt = Math.min(c.speakAt, faultAt + 1000);
+      askAgain = m.askAgain !== false;
+      if (askAgain) for (const c of callers) if (c.pos < 0) c.speakAt = Math.min(c.speakAt, faultAt + 1000);
     }
     if (m.type !== 'stop') return;
     stopping = true;
@@ -292,11 +335,82 @@ async function load() {
 }
 
 // ------------------------------------------------------------------------------------------
+// `--fault slow-clients`: the slow and stalled clients, in a process of their own (the healthy
+// callers' process keeps its clock to itself).
+
+interface SlowPlan { url: string; key: string; agent: string; stalled: number; idleWs: number; slowloris: number }
+/** The stalled callers, on their side: each session and when it stopped reading; how each ended. */
+interface StalledReport { sessions: { id: string; at: number }[]; refused: number; closes: Record<string, number>; no_close_frame: number }
+
+async function slow() {
+  const plan = JSON.parse(process.env.CHAOS_SLOW!) as SlowPlan;
+  const port = new URL(plan.url).port;
+  const stalled: StalledReport = { sessions: [], refused: 0, closes: {}, no_close_frame: 0 };
+  // Stalled callers: each joins a session of the long-opener agent and stops reading at once
+  // (ws's pause: nothing more is read from the socket), while its microphone keeps sending
+  // silence. A closed socket's close frame waits behind the bytes it did not read, so a caller
+  // learns how it was closed only when it reads again, at the end ('finish'); when is the
+  // platform's to say (its log, read by the main process).
+  const sockets: WebSocket[] = [];
+  const closed: Promise<void>[] = [];
+  const silence = new Uint8Array(3200);
+  await Promise.all(Array.from({ length: plan.stalled }, async () => {
+    const r = await fetch(`${plan.url}/v1/agent/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${plan.key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ agent_id: plan.agent }) }).catch(() => null);
+    if (r?.status !== 200) return void stalled.refused++;
+    const s = (await r.json()) as { websocket_url: string; token: string; session_id: string };
+    const ws = new WebSocket(`${s.websocket_url.replace('localhost', '127.0.0.1')}?token=${encodeURIComponent(s.token)}`);
+    let timer: NodeJS.Timeout | undefined;
+    closed.push(new Promise<void>((res) => ws.on('close', (code, reason) => {
+      clearInterval(timer);
+      const k = `${code} ${reason.toString()}`;
+      stalled.closes[k] = (stalled.closes[k] ?? 0) + 1;
+      res();
+    })));
+    ws.on('error', () => {});
+    await new Promise<void>((res) => {
+      ws.once('open', () => {
+        ws.pause();
+        stalled.sessions.push({ id: s.session_id, at: Date.now() });
+        sockets.push(ws);
+        timer = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(silence), 100);
+        res();
+      });
+      ws.once('close', () => res());
+    });
+  }));
+  const crowds = [
+    plan.idleWs > 0 ? openCrowd({ mode: 'ws', n: plan.idleWs, port, key: plan.key, sustain: true }) : null,
+    plan.slowloris > 0 ? openCrowd({ mode: 'headers', n: plan.slowloris, port, key: plan.key, sustain: true }) : null,
+  ].filter((c) => c !== null);
+  const held = await Promise.all(crowds.map((c) => c.held));
+  process.send!({ type: 'held', held, stalled: stalled.sessions });
+  process.on('message', async (m: { type: string }) => {
+    if (m.type === 'stop-crowds') {
+      for (const c of crowds) c.stop();
+      const reports = await Promise.all(crowds.map((c) => c.done));
+      process.send!({ type: 'crowds-done', crowds: reports });
+    }
+    if (m.type === 'finish') {
+      // Reading again: what was queued, then the close frame of a socket the platform closed.
+      for (const ws of sockets) ws.resume();
+      await Promise.race([Promise.all(closed), sleep(10_000)]);
+      for (const ws of sockets) {
+        if (ws.readyState === WebSocket.CLOSED) continue;
+        stalled.no_close_frame++;
+        ws.terminate();
+      }
+      await Promise.all(closed);
+      process.send!({ type: 'stalled', stalled }, () => process.exit(0));
+    }
+  });
+}
+
+// ------------------------------------------------------------------------------------------
 // The node, the fault and the report.
 
 async function main() {
   const fault = process.argv.includes('--fault') ? process.argv[process.argv.indexOf('--fault') + 1] : 'backend';
-  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole', 'redis-restart', 'disk-full'];
+  const faults = ['backend', 'postgres', 'postgres-blackhole', 'redis', 'redis-blackhole', 'redis-restart', 'disk-full', 'slow-clients'];
   if (!faults.includes(fault!)) throw new Error(`unknown fault ${fault} (${faults.join(', ')})`);
   const dependency = fault!.startsWith('postgres') ? 'postgres' : fault!.startsWith('redis') ? 'redis' : null;
   const silent = fault!.endsWith('-blackhole');
@@ -324,17 +438,27 @@ async function main() {
   const direct = dependency === 'redis' && !restart ? new Redis(process.env.REDIS_URL!) : null;
   const sessions = arg('sessions', 100);
   const streams = arg('streams', 20);
-  const seconds = arg('seconds', 30);
-  const faultAtS = arg('fault-at', 10);
+  const slowClients = fault === 'slow-clients';
+  // `slow-clients`: the run goes on until every stalled caller was closed (bounded by `--seconds`).
+  const seconds = arg('seconds', slowClients ? 300 : 30);
+  const faultAtS = arg('fault-at', slowClients ? 30 : 10);
+  const slowPlan = { stalled: arg('stalled', 10), idleWs: arg('idle-ws', 5000), slowloris: arg('slowloris', 2000), crowdS: arg('crowd-seconds', 60) };
+  if (slowClients) ensureFdLimit(slowPlan.idleWs + slowPlan.slowloris + 2000);
   const key = `pk_chaos_${randomBytes(16).toString('hex')}`;
 
   // The webhook receiver, counting call.ended deliveries.
   let webhooks = 0;
+  /** `call.ended` deliveries for the stalled callers' agent (slow-clients). */
+  let stalledWebhooks = 0;
+  let stalledAgent = '';
   const receiver = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      if (body.includes('call.ended')) webhooks++;
+      if (body.includes('call.ended')) {
+        if (stalledAgent && body.includes(stalledAgent)) stalledWebhooks++;
+        else webhooks++;
+      }
       res.end('ok');
     });
   });
@@ -343,6 +467,8 @@ async function main() {
   process.env.PARLEY_OUTBOUND_ALLOW = `127.0.0.1:${hookPort}`; // the agent's webhook URL is checked with it
 
   const deafMs: number[] = [];
+  /** The platform's 4008 closes of stalled callers, when it logged them. */
+  const stallCloses: { sessionId: string; at: number }[] = [];
   let errorLogs = 0;
   const errorLines: string[] = [];
   const warnings: Record<string, number> = {};
@@ -359,6 +485,10 @@ async function main() {
     // Sessions log when they reopen a lost recognizer, with how long they were deaf.
     log: createLogger({ level: 'info', destination: { write: (line: string) => {
       if (line.includes('recognizer reopened')) deafMs.push(JSON.parse(line).lost_ms);
+      else if (line.includes('websocket client not reading')) {
+        stallCloses.push({ sessionId: JSON.parse(line).sessionId, at: Date.now() });
+        warnings['websocket client not reading: closed 4008, resume allowed'] = (warnings['websocket client not reading: closed 4008, resume allowed'] ?? 0) + 1;
+      }
       else if (line.includes('"level":40')) {
         const l = JSON.parse(line);
         const k = `${l.msg}${l.err?.code ? ` (${l.err.code})` : ''}`;
@@ -374,6 +504,10 @@ async function main() {
     } } }),
   });
   const backend = platform.nativeBackend!;
+  let slowChild: ReturnType<typeof benchChild> | null = null;
+  // slow-clients, as it goes: the crowds and stalled callers held, when the crowds were told to
+  // stop, their reports, and when the last slow client was gone.
+  const sl: { held: { held: { held: number; failed: number }[]; stalled: { id: string; at: number }[] } | null; heldAt: number; crowdsStoppedAt: number; crowds: CrowdReport[] | null; goneAt: number | null; stalled: StalledReport | null; memHeld?: ReturnType<typeof memoryAfterGc> } = { held: null, heldAt: 0, crowdsStoppedAt: 0, crowds: null, goneAt: null, stalled: null };
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const post = async (path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, { method: 'POST', headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -389,14 +523,33 @@ async function main() {
   await post(`/v1/agent/agents/${joinAgent}/publish`);
 
   const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, CHAOS_ROLE: 'load', CHAOS_LOAD: JSON.stringify({ url: platform.url, key, agent, joinAgent, sessions, streams }) }, execArgv: ['--import=tsx'] });
+  if (slowClients) {
+    // The stalled callers' agent: an opener of ~10 minutes, paced in real time, so the kernel's
+    // buffers (a few MB) fill and the platform sees the stall; post-call webhooks too.
+    const opener = 'This is a very long opening message that the caller will never read. '.repeat(140);
+    const st = await post('/v1/agent/agents', { name: 'chaos-stalled', config: { prompt: { first_message_mode: 'fixed', first_message: opener }, webhooks: { post_call: [{ url: `http://127.0.0.1:${hookPort}/hook` }] } } });
+    stalledAgent = st.agent_id as string;
+    await post(`/v1/agent/agents/${stalledAgent}/publish`);
+  }
+  // The platform's memory (this process), sampled through the run without forcing a GC.
+  const memSamples: { at: number; rss: number; heapExternal: number }[] = [];
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    memSamples.push({ at: Date.now(), rss: m.rss, heapExternal: m.heapUsed + m.external });
+  }, 250);
   const held = await new Promise<number>((r) => child.once('message', (m: any) => r(m.sessions)));
   const t0 = Date.now();
-  await sleep(faultAtS * 1000);
+  let memBefore: ReturnType<typeof memoryAfterGc> | null = null;
+  if (slowClients) {
+    await sleep(faultAtS * 1000 - 2000);
+    memBefore = memoryAfterGc();
+    await sleep(2000);
+  } else await sleep(faultAtS * 1000);
 
   // The fault.
   const pid = backend.status().pid!;
   const killedAt = Date.now();
-  child.send({ type: 'fault', at: killedAt });
+  child.send({ type: 'fault', at: killedAt, askAgain: !slowClients });
   let restoredAt: number | null = null;
   let keysDeleted: number | null = null;
   if (proxy) {
@@ -433,12 +586,33 @@ async function main() {
   } else if (disk) {
     fillDisk(join(disk.dir, 'filler'));
     restoredAt = null;
+  } else if (slowClients) {
+    slowChild = benchChild(fileURLToPath(import.meta.url), { CHAOS_ROLE: 'slow', CHAOS_SLOW: JSON.stringify({ url: platform.url, key, agent: stalledAgent, ...slowPlan } satisfies SlowPlan) });
+    const sc = slowChild;
+    sc.proc.on('message', (m: any) => {
+      if (m.type === 'held') {
+        sl.held = m;
+        sl.heldAt = Date.now();
+        // Every crowd connection and stalled caller held (the first close comes ~10 s after the first open).
+        sl.memHeld = memoryAfterGc();
+      } else if (m.type === 'crowds-done') sl.crowds = m.crowds;
+      else if (m.type === 'stalled') sl.stalled = m.stalled;
+    });
+    void sleep(slowPlan.crowdS * 1000).then(() => {
+      sl.crowdsStoppedAt = Date.now();
+      sc.send({ type: 'stop-crowds' });
+    });
   } else process.kill(pid, 'SIGKILL');
   const healthDuring: string[] = [];
   // `/ready` as a load balancer sees it: each change, ms after the fault began.
   const readyDuring: { at_ms: number; status: number | string; down: string[] }[] = [];
   let backAt: number | null = null;
   while (Date.now() - t0 < seconds * 1000) {
+    // slow-clients: done 15 s after the crowds have ended and every stalled caller was closed.
+    if (slowClients && sl.crowds && sl.held && stallCloses.length >= sl.held.stalled.length) {
+      sl.goneAt ??= Math.max(sl.crowdsStoppedAt, sl.crowds.reduce((x, c) => Math.max(x, c.lastClosedAt), 0), stallCloses.at(-1)?.at ?? 0);
+      if (Date.now() - sl.goneAt > 15_000) break;
+    }
     const ready = await fetch(`${platform.url}/ready`, { signal: AbortSignal.timeout(5000) }).then(async (r) => {
       const b = (await r.json().catch(() => null)) as { components?: Record<string, { status: string; detail?: string }> } | null;
       const down = Object.entries(b?.components ?? {}).filter(([, c]) => c.status === 'down').map(([n, c]) => `${n}: ${c.detail ?? ''}`.slice(0, 80));
@@ -454,12 +628,78 @@ async function main() {
     await sleep(100);
   }
 
+  clearInterval(sampler);
+  // After: the platform's memory once the slow ones are gone (forced GC), before the load stops.
+  const memAfter = slowClients ? memoryAfterGc() : null;
+  const endAt = Date.now();
+  if (slowChild) {
+    slowChild.send({ type: 'finish' });
+    while (!sl.stalled) await sleep(100);
+  }
   child.send({ type: 'stop' });
   const report = await new Promise<LoadReport>((r) => child.on('message', (m: any) => { if (m.type === 'report') r(m.report); }));
   // Post-call webhooks of every session, delivered once the sessions have ended.
   const ended = Number((await platform.db.sql`select count(*)::int as n from sessions where agent_id = ${agent} and status in ('completed', 'failed')`)[0]!.n);
   for (let i = 0; i < 150 && webhooks < ended; i++) await sleep(100);
   report.webhooks = { received: webhooks, sessionsEnded: ended };
+
+  /** slow-clients: memory, the healthy callers' latency by window, how the slow ones ended. */
+  async function slowClientsReport() {
+    const mb = (b: number) => round(b / 2 ** 20, 1);
+    const crowdsEnd = Math.max(killedAt, ...(sl.crowds ?? []).map((c) => c.lastClosedAt));
+    const lastStall = stallCloses.at(-1)?.at ?? endAt;
+    const gone = sl.goneAt ?? endAt;
+    const windows = { before: [t0 + 5000, killedAt], crowds: [killedAt, crowdsEnd], stalled_only: [crowdsEnd, Math.max(crowdsEnd, lastStall)], during: [killedAt, gone], after: [gone, endAt] } as const;
+    const summary = (xs: [number, number][]) => Object.fromEntries(Object.entries(windows).map(([k, [a, b]]) => {
+      const v = xs.filter(([at]) => at >= a && at < b).map(([, ms]) => ms).sort((x, y) => x - y);
+      return [k, { n: v.length, p50: v.length ? percentile(v, 50) : null, p99: v.length ? percentile(v, 99) : null, max: v.at(-1) ?? null }];
+    }));
+    const during = memSamples.filter((m) => m.at >= killedAt && m.at <= gone);
+    const beforeSamples = memSamples.filter((m) => m.at >= killedAt - 10_000 && m.at < killedAt - 2500);
+    // The stalled callers' sessions: ended after their grace (30 s) once dropped; waited for here.
+    const stalledRows = async () => platform.db.sql<{ k: string; n: number }[]>`
+      select status || ' / ' || coalesce(ended_reason, '') as k, count(*)::int as n from sessions where agent_id = ${stalledAgent} and started_at is not null group by 1`;
+    let rows = await stalledRows();
+    for (let i = 0; i < 450 && rows.some((r) => r.k.startsWith('active')); i++) {
+      await sleep(100);
+      rows = await stalledRows();
+    }
+    const stalledEnded = rows.filter((r) => !r.k.startsWith('active')).reduce((n, r) => n + Number(r.n), 0);
+    for (let i = 0; i < 100 && stalledWebhooks < stalledEnded; i++) await sleep(100);
+    const opened = new Map((sl.held?.stalled ?? []).map((x) => [x.id, x.at]));
+    const closedAfter = stallCloses.filter((c) => opened.has(c.sessionId)).map((c) => c.at - opened.get(c.sessionId)!).sort((x, y) => x - y);
+    return {
+      plan: { stalled: slowPlan.stalled, idle_ws: slowPlan.idleWs, slowloris: slowPlan.slowloris, crowd_seconds: slowPlan.crowdS },
+      timeline_s_after_fault: { crowds_held: sl.heldAt ? round((sl.heldAt - killedAt) / 1000, 1) : null, crowds_told_to_stop: sl.crowdsStoppedAt ? round((sl.crowdsStoppedAt - killedAt) / 1000, 1) : null, crowds_ended: round((crowdsEnd - killedAt) / 1000, 1), last_stalled_closed: stallCloses.length ? round((lastStall - killedAt) / 1000, 1) : null, end: round((endAt - killedAt) / 1000, 1) },
+      crowds_first_held: sl.held?.held,
+      crowds: sl.crowds,
+      stalled: {
+        sessions: opened.size,
+        refused: sl.stalled?.refused,
+        closed_4008_by_platform: closedAfter.length,
+        // From the caller's last read (it paused at once) to the platform's 4008, on the platform's log.
+        closed_after_ms: closedAfter.length ? { min: closedAfter[0], p50: percentile(closedAfter, 50), max: closedAfter.at(-1) } : null,
+        client_saw_when_reading_again: sl.stalled?.closes,
+        no_close_frame: sl.stalled?.no_close_frame,
+        records: Object.fromEntries(rows.map((r) => [r.k, Number(r.n)])),
+        webhooks: { received: stalledWebhooks, sessions_ended: stalledEnded },
+      },
+      memory_mb: {
+        // Before (forced GC, 2 s before the fault) / held (forced GC, once every crowd connection
+        // and stalled caller was open) / after (forced GC, ~15 s after the last slow client was
+        // gone); the peaks, sampled every 250 ms without a forced GC (garbage included): the
+        // 7.5 s before the fault's GC, and while the slow clients were there.
+        heap_plus_external: { before: memBefore ? mb(memBefore.heapExternal) : null, held: sl.memHeld ? mb(sl.memHeld.heapExternal) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.heapExternal))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.heapExternal))) : null, after: memAfter ? mb(memAfter.heapExternal) : null },
+        rss: { before: memBefore ? mb(memBefore.rss) : null, held: sl.memHeld ? mb(sl.memHeld.rss) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.rss))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.rss))) : null, after: memAfter ? mb(memAfter.rss) : null },
+      },
+      healthy: {
+        windows_s_after_fault: Object.fromEntries(Object.entries(windows).map(([k, [a, b]]) => [k, [round((a - killedAt) / 1000, 1), round((b - killedAt) / 1000, 1)]])),
+        turn_latency_ms: summary(report.timed.turns),
+        unanswered_questions: report.timed.unanswered,
+        tts_first_byte_ms: summary(report.timed.ttfb),
+      },
+    };
+  }
   // Records: every session someone joined must be ended, with the caller's turns stored.
   const records = (await platform.db.sql`
     select count(*) filter (where status in ('pending', 'active'))::int as not_ended,
@@ -516,6 +756,7 @@ async function main() {
     retriedFates[k] = (retriedFates[k] ?? 0) + 1;
   }
 
+  const slowReport = slowClients ? await slowClientsReport() : undefined;
   const rec = report.sessions.recoveryMs.sort((x, y) => x - y);
   process.stdout.write(`${JSON.stringify({
     bench: 'chaos', fault, date: new Date().toISOString(), cores: os.cpus().length, load_average_1m: round(os.loadavg()[0]!),
@@ -539,6 +780,7 @@ async function main() {
     warnings,
     tts: report.tts,
     webhooks: report.webhooks,
+    ...(slowReport ? { slow_clients: slowReport } : {}),
   }, null, 2)}\n`);
   child.kill();
   await platform.close();
@@ -550,4 +792,5 @@ async function main() {
 }
 
 if (process.env.CHAOS_ROLE === 'load') void load();
+else if (process.env.CHAOS_ROLE === 'slow') void slow();
 else void main();
