@@ -3,7 +3,7 @@
 // the same run, at each concurrency level.
 //
 //   npx tsx bench/providers.ts [--levels 1,50] [--calls 200 | --calls 40,200] [--provider-delay-ms 20]
-//                               [--provider-pace realtime|burst] [--provider-chunk-ms 40] [--provider-tokens-per-s 50]
+//                               [--provider-pace realtime|burst] [--provider-chunk-ms 40] [--provider-speed 1] [--provider-tokens-per-s 50]
 //                               [--kinds engine_chat,…] [--backend-cpu-prof file.cpuprofile]
 //                               [--client platform|raw] [--channels 4] [--pace-ms 0 | --pace-ms 0,200]
 //
@@ -13,7 +13,8 @@
 // follows the first byte (`--provider-pace`):
 // - `realtime` (default, as a real provider streams): the audio in `--provider-chunk-ms` (40)
 //   pieces at real time (one piece every 40 ms; OpenAI's tts-1, Kokoro-FastAPI and ElevenLabs
-//   stream at or above real time, in pieces of tens of ms), the tokens one SSE event each at
+//   stream at or above real time, in pieces of tens of ms; `--provider-speed 4`: four times
+//   real time, a piece every 10 ms), the tokens one SSE event each at
 //   `--provider-tokens-per-s` (50; hosted and local models stream ~50–100 tokens/s);
 // - `burst` (the figures before 2026-11-27 07:00 UTC): the audio in 100 ms pieces and the
 //   tokens in one write, all as fast as the socket takes them.
@@ -71,6 +72,7 @@ const { values } = parseArgs({
     'provider-delay-ms': { type: 'string', default: '20' },
     'provider-pace': { type: 'string', default: 'realtime' },
     'provider-chunk-ms': { type: 'string', default: '40' },
+    'provider-speed': { type: 'string', default: '1' },
     'provider-tokens-per-s': { type: 'string', default: '50' },
     // Only these kinds of call (comma-separated, of KINDS below): e.g. `engine_chat` for the
     // backend's CPU per call of one kind. What the engines add needs both kinds it compares.
@@ -91,6 +93,7 @@ const PROVIDER_PACE = values['provider-pace']!;
 if (PROVIDER_PACE !== 'realtime' && PROVIDER_PACE !== 'burst') throw new Error('--provider-pace is realtime or burst');
 const CHUNK_MS = Number(values['provider-chunk-ms']);
 const TOKENS_PER_S = Number(values['provider-tokens-per-s']);
+const SPEED = Number(values['provider-speed']);
 const PACE_LIST = values['pace-ms']!.split(',').map(Number);
 
 /** This process's clock in ms, comparable across processes (bench and provider) up to their offset. */
@@ -138,7 +141,7 @@ function serveProvider() {
           res.writeHead(200, { 'Content-Type': 'audio/pcm' });
           first();
           if (realtime) {
-            paced(pieceMs, (k) => {
+            paced(pieceMs / SPEED, (k) => {
               if (res.destroyed) return false;
               if (k < pieceCount) res.write(piece);
               else res.end();
@@ -179,7 +182,7 @@ if (values.serve) {
   serveProvider();
 } else {
   const children: ChildProcess[] = [];
-  const provider = spawn(process.execPath, ['--import=tsx', new URL(import.meta.url).pathname, '--serve', '--provider-delay-ms', String(DELAY_MS), '--provider-pace', PROVIDER_PACE, '--provider-chunk-ms', String(CHUNK_MS), '--provider-tokens-per-s', String(TOKENS_PER_S)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const provider = spawn(process.execPath, ['--import=tsx', new URL(import.meta.url).pathname, '--serve', '--provider-delay-ms', String(DELAY_MS), '--provider-pace', PROVIDER_PACE, '--provider-chunk-ms', String(CHUNK_MS), '--provider-speed', String(SPEED), '--provider-tokens-per-s', String(TOKENS_PER_S)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(provider);
   const port = await new Promise<number>((resolve) => {
     let out = '';
@@ -373,5 +376,5 @@ if (values.serve) {
   platform?.close();
   await backend.stop();
   for (const c of children) c.kill();
-  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', channels: raw ? 1 : Number(values.channels ?? 4), pace_ms: PACE_LIST, provider_delay_ms: DELAY_MS, provider_pace: PROVIDER_PACE === 'realtime' ? { pace: 'realtime', chunk_ms: CHUNK_MS, tokens_per_s: TOKENS_PER_S } : { pace: 'burst' }, levels }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', channels: raw ? 1 : Number(values.channels ?? 4), pace_ms: PACE_LIST, provider_delay_ms: DELAY_MS, provider_pace: PROVIDER_PACE === 'realtime' ? { pace: 'realtime', chunk_ms: CHUNK_MS, speed: SPEED, tokens_per_s: TOKENS_PER_S } : { pace: 'burst' }, levels }, null, 2)}\n`);
 }
