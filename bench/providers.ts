@@ -2,12 +2,22 @@
 // through the native backend's provider engines, beside the same provider called directly, in
 // the same run, at each concurrency level.
 //
-//   npx tsx bench/providers.ts [--levels 1,50] [--calls 200] [--provider-delay-ms 20] [--kinds engine_chat,…]
-//                               [--backend-cpu-prof file.cpuprofile] [--client platform|raw] [--channels 4] [--pace-ms 0]
+//   npx tsx bench/providers.ts [--levels 1,50] [--calls 200 | --calls 40,200] [--provider-delay-ms 20]
+//                               [--provider-pace realtime|burst] [--provider-chunk-ms 40] [--provider-speed 1] [--provider-tokens-per-s 50]
+//                               [--kinds engine_chat,…] [--backend-cpu-prof file.cpuprofile]
+//                               [--client platform|raw] [--channels 4] [--pace-ms 0 | --pace-ms 0,200]
 //
 // The provider is a light local stand-in in its own process (`--serve` mode of this file): an
 // OpenAI-style `/v1/audio/speech` that answers after `--provider-delay-ms` with 1 s of 24 kHz
-// PCM in 100 ms pieces, and `/v1/chat/completions` that streams 20 tokens after the same delay.
+// PCM, and `/v1/chat/completions` that streams 20 tokens after the same delay. How the rest
+// follows the first byte (`--provider-pace`):
+// - `realtime` (default, as a real provider streams): the audio in `--provider-chunk-ms` (40)
+//   pieces at real time (one piece every 40 ms; OpenAI's tts-1, Kokoro-FastAPI and ElevenLabs
+//   stream at or above real time, in pieces of tens of ms; `--provider-speed 4`: four times
+//   real time, a piece every 10 ms), the tokens one SSE event each at
+//   `--provider-tokens-per-s` (50; hosted and local models stream ~50–100 tokens/s);
+// - `burst` (the figures before 2026-11-27 07:00 UTC): the audio in 100 ms pieces and the
+//   tokens in one write, all as fast as the socket takes them.
 // The native backend runs as a child process with PARLEY_TTS_PROVIDER / PARLEY_LLM_PROVIDER
 // pointing at it (as `npm start` would run it); this process makes both kinds of calls:
 // - direct: `fetch` to the provider, until the first audio bytes / the first SSE content delta;
@@ -57,8 +67,13 @@ function schedOf(pid: number): { runMs: number; waitMs: number } {
 const { values } = parseArgs({
   options: {
     levels: { type: 'string', default: '1,50' },
+    // Calls of each kind per level: one number for every level, or one per level (`40,200`).
     calls: { type: 'string', default: '200' },
     'provider-delay-ms': { type: 'string', default: '20' },
+    'provider-pace': { type: 'string', default: 'realtime' },
+    'provider-chunk-ms': { type: 'string', default: '40' },
+    'provider-speed': { type: 'string', default: '1' },
+    'provider-tokens-per-s': { type: 'string', default: '50' },
     // Only these kinds of call (comma-separated, of KINDS below): e.g. `engine_chat` for the
     // backend's CPU per call of one kind. What the engines add needs both kinds it compares.
     kinds: { type: 'string' },
@@ -66,7 +81,7 @@ const { values } = parseArgs({
     // The platform client's HTTP/2 connections (default: its own default, 4).
     channels: { type: 'string' },
     // Each of the `level` callers waits this long after a call before its next (0: back to back,
-    // a closed loop that runs the machine at its limit; see bench/README.md).
+    // a closed loop; see bench/README.md); one number for every level, or one per level (`0,200`).
     'pace-ms': { type: 'string', default: '0' },
     serve: { type: 'boolean', default: false },
     // A CPU profile of the backend child over the last level's measured window, to this file.
@@ -74,15 +89,38 @@ const { values } = parseArgs({
   },
 });
 const DELAY_MS = Number(values['provider-delay-ms']);
-const PACE_MS = Number(values['pace-ms']);
+const PROVIDER_PACE = values['provider-pace']!;
+if (PROVIDER_PACE !== 'realtime' && PROVIDER_PACE !== 'burst') throw new Error('--provider-pace is realtime or burst');
+const CHUNK_MS = Number(values['provider-chunk-ms']);
+const TOKENS_PER_S = Number(values['provider-tokens-per-s']);
+const SPEED = Number(values['provider-speed']);
+const PACE_LIST = values['pace-ms']!.split(',').map(Number);
 
 /** This process's clock in ms, comparable across processes (bench and provider) up to their offset. */
 const now = () => performance.timeOrigin + performance.now();
 
 /** The stand-in provider (run in a child process by the benchmark itself). */
 function serveProvider() {
-  const pcm100ms = Buffer.alloc(4800); // 100 ms at 24 kHz, 16-bit
-  for (let i = 0; i < 2400; i++) pcm100ms.writeInt16LE(Math.round(8000 * Math.sin(i / 5)), i * 2);
+  const realtime = PROVIDER_PACE === 'realtime';
+  // 1 s of 24 kHz 16-bit PCM, in pieces of `--provider-chunk-ms` (realtime) or 100 ms (burst).
+  const pieceMs = realtime ? CHUNK_MS : 100;
+  const pieceBytes = Math.round((24000 * pieceMs) / 1000) * 2;
+  const pieceCount = Math.ceil(1000 / pieceMs);
+  const piece = Buffer.alloc(pieceBytes);
+  for (let i = 0; i < pieceBytes / 2; i++) piece.writeInt16LE(Math.round(8000 * Math.sin(i / 5)), i * 2);
+  const TOKENS = 20;
+  const token = (i: number) => `data: {"choices":[{"index":0,"delta":{"content":"word${i} "},"finish_reason":null}]}\n\n`;
+  const chatEnd = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":20}}\n\ndata: [DONE]\n\n';
+  /** Calls `step(k)` for k = 0, 1, … every `everyMs` from now (against the clock, not drifting), until it answers false. */
+  const paced = (everyMs: number, step: (k: number) => boolean) => {
+    const start = performance.now();
+    let k = 0;
+    const tick = () => {
+      if (!step(k++)) return;
+      setTimeout(tick, Math.max(0, start + k * everyMs - performance.now()));
+    };
+    tick();
+  };
   // Per call id (`#n` in the text): when its request had arrived, when its first byte was written.
   const seen = new Map<string, [number, number]>();
   const server = http.createServer((req, res) => {
@@ -102,19 +140,37 @@ function serveProvider() {
         if (req.url!.endsWith('/audio/speech')) {
           res.writeHead(200, { 'Content-Type': 'audio/pcm' });
           first();
+          if (realtime) {
+            paced(pieceMs / SPEED, (k) => {
+              if (res.destroyed) return false;
+              if (k < pieceCount) res.write(piece);
+              else res.end();
+              return k < pieceCount;
+            });
+            return;
+          }
           let n = 0;
           const next = () => {
             if (res.destroyed) return;
-            if (n++ === 10) return void res.end();
-            res.write(pcm100ms);
+            if (n++ === pieceCount) return void res.end();
+            res.write(piece);
             setImmediate(next);
           };
           next();
         } else {
           res.writeHead(200, { 'Content-Type': 'text/event-stream' });
           first();
-          for (let i = 0; i < 20; i++) res.write(`data: {"choices":[{"index":0,"delta":{"content":"word${i} "},"finish_reason":null}]}\n\n`);
-          res.end('data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":20}}\n\ndata: [DONE]\n\n');
+          if (realtime) {
+            paced(1000 / TOKENS_PER_S, (k) => {
+              if (res.destroyed) return false;
+              if (k < TOKENS) res.write(token(k));
+              else res.end(chatEnd);
+              return k < TOKENS;
+            });
+            return;
+          }
+          for (let i = 0; i < TOKENS; i++) res.write(token(i));
+          res.end(chatEnd);
         }
       }, DELAY_MS);
     });
@@ -126,7 +182,7 @@ if (values.serve) {
   serveProvider();
 } else {
   const children: ChildProcess[] = [];
-  const provider = spawn(process.execPath, ['--import=tsx', new URL(import.meta.url).pathname, '--serve', '--provider-delay-ms', String(DELAY_MS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const provider = spawn(process.execPath, ['--import=tsx', new URL(import.meta.url).pathname, '--serve', '--provider-delay-ms', String(DELAY_MS), '--provider-pace', PROVIDER_PACE, '--provider-chunk-ms', String(CHUNK_MS), '--provider-speed', String(SPEED), '--provider-tokens-per-s', String(TOKENS_PER_S)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(provider);
   const port = await new Promise<number>((resolve) => {
     let out = '';
@@ -216,10 +272,12 @@ if (values.serve) {
   // Warm up both paths (connections, the backend's first calls).
   for (const k of KINDS) for (let i = 0; i < 5; i++) await runOne(k);
 
-  const calls = Number(values.calls);
   const levels: Record<string, unknown>[] = [];
   const levelList = values.levels!.split(',').map(Number);
-  for (const level of levelList) {
+  const callsList = values.calls!.split(',').map(Number);
+  for (const [li, level] of levelList.entries()) {
+    const calls = callsList[Math.min(li, callsList.length - 1)]!;
+    const paceMs = PACE_LIST[Math.min(li, PACE_LIST.length - 1)]!;
     const profiled = values['backend-cpu-prof'] && level === levelList.at(-1);
     if (profiled) process.kill(backend.status().pid!, 'SIGUSR2');
     const times: Record<string, Call[]> = Object.fromEntries(KINDS.map((k) => [k, []]));
@@ -238,7 +296,7 @@ if (values.serve) {
     await Promise.all(Array.from({ length: level }, async () => {
       for (let job = queue.shift(); job; job = queue.shift()) {
         times[job.k]!.push(await runOne(job.k));
-        if (PACE_MS) await new Promise((r) => setTimeout(r, PACE_MS));
+        if (paceMs) await new Promise((r) => setTimeout(r, paceMs));
       }
     }));
     const wallS = (performance.now() - t0) / 1000;
@@ -281,6 +339,8 @@ if (values.serve) {
     };
     const out: Record<string, unknown> = {
       concurrency: level,
+      calls_per_kind: calls,
+      pace_ms: paceMs,
       wall_s: round(wallS),
       calls_per_s: round((KINDS.length * calls) / wallS),
       // The backend's CPU per engine call (its gRPC server, the provider request, chunking), and
@@ -316,5 +376,5 @@ if (values.serve) {
   platform?.close();
   await backend.stop();
   for (const c of children) c.kill();
-  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', channels: raw ? 1 : Number(values.channels ?? 4), pace_ms: PACE_MS, provider_delay_ms: DELAY_MS, calls_per_kind: calls, levels }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'providers', date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, client: raw ? 'raw' : 'platform', channels: raw ? 1 : Number(values.channels ?? 4), pace_ms: PACE_LIST, provider_delay_ms: DELAY_MS, provider_pace: PROVIDER_PACE === 'realtime' ? { pace: 'realtime', chunk_ms: CHUNK_MS, speed: SPEED, tokens_per_s: TOKENS_PER_S } : { pace: 'burst' }, levels }, null, 2)}\n`);
 }
