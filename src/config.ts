@@ -150,7 +150,7 @@ export interface Config {
    * HEAP_GROWTH_DEFAULT; 0: V8's own heuristic). Process-wide (every worker): applied at start
    * (src/platform.ts). V8's heuristic keeps a server's heap tight: at 300 talking sessions it
    * started a full collection every 0.5–0.9 s for ~8 MB of growth, and that marking was a third
-   * of the node's CPU (bench/README.md, eleventh pass).
+   * of the node's CPU (bench/README.md, twelfth pass).
    */
   heapGrowthPercent: number;
 }
@@ -207,7 +207,7 @@ const nonNegativeInt = (name: string, n: number): number => {
 
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
-/** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, eleventh pass). */
+/** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth pass). */
 export const HEAP_GROWTH_DEFAULT = 50;
 
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {

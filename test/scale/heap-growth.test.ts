@@ -1,6 +1,6 @@
 // The old generation's growth between full collections (PARLEY_HEAP_GROWTH_PERCENT): V8's own
 // heuristic kept a talking node's heap within ~8 MB of its live size and collected it every
-// 0.5–0.9 s at 300 sessions, a third of the node's CPU (bench/README.md, eleventh pass).
+// 0.5–0.9 s at 300 sessions, a third of the node's CPU (bench/README.md, twelfth pass).
 import t from 'tap';
 import { HEAP_GROWTH_DEFAULT, loadConfig } from '../../src/config.ts';
 
