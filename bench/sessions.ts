@@ -420,6 +420,8 @@ async function main() {
   // The platform's main thread alone (its event loop: what queues a turn when it is saturated).
   const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`;
   const main0 = procCpuSeconds([process.pid], mainThread);
+  // Every thread of the process by name (V8's collector helpers, libuv's pool, workers, ...).
+  const threads0 = threadCpuByName(process.pid);
   // --workers: each worker's thread (its event loop; the collector's helper threads are the process's).
   const workerStat = (node?.threads ?? []).map((tid) => (tid ? `/proc/${process.pid}/task/${tid}/stat` : null));
   const workers0 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
@@ -473,6 +475,8 @@ async function main() {
   gcObserver.disconnect();
   gcPauses.sort((x, y) => x - y);
   const main1 = procCpuSeconds([process.pid], mainThread);
+  const threads1 = threadCpuByName(process.pid);
+  const threadCores = Object.fromEntries(Object.entries(threads1).map(([k, v]) => [k, round((v - (threads0[k] ?? 0)) / wallS, 3)]).filter(([, v]) => (v as number) > 0).sort((a, b) => (b[1] as number) - (a[1] as number)));
   const workers1 = workerStat.map((f) => (f ? procCpuSeconds([process.pid], f) : null));
   const workerCores = workers1.map((c, i) => (c === null || workers0[i] === null ? null : round((c - workers0[i]!) / wallS, 3)));
   const mainThreadCores = main0 === null || main1 === null ? null : round((main1 - main0) / wallS, 3);
@@ -536,6 +540,9 @@ async function main() {
     sessions_open_at_end: stopped.open,
     platform_cpu_cores: round(cpuCoreS / wallS, 3),
     platform_main_thread_cores: mainThreadCores,
+    // The process's threads by name over the window (`main` is the event loop; V8's helper
+    // threads run the collector's parallel and concurrent work; `libuv-worker` file writes).
+    platform_thread_cores: threadCores,
     ...(node ? {
       workers: workerCount,
       worker_thread_cpu_cores: workerCores,
@@ -639,6 +646,32 @@ function procCpuSeconds(pids: (number | null | undefined)[], path?: string): num
     return null;
   }
   return ticks / 100; // USER_HZ
+}
+
+/**
+ * CPU seconds of each thread of `pid` (Linux), keyed `main` for the process's own thread and
+ * `name#i` for the others in the order they were created (Node 20 names every thread `node`:
+ * the first ones, started with the process, are V8's platform workers that run the collector's
+ * parallel and concurrent work; libuv's pool threads start on its first use, later).
+ */
+function threadCpuByName(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    const tids = readdirSync(`/proc/${pid}/task`).map(Number).sort((a, b) => a - b);
+    tids.forEach((tid, i) => {
+      try {
+        const raw = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = tid === pid ? 'main' : `${raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')')).trim()}#${i}`;
+        const f = raw.slice(raw.lastIndexOf(') ') + 2).split(' ');
+        out[name] = (Number(f[11]) + Number(f[12])) / 100;
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    });
+  } catch {
+    // not Linux
+  }
+  return out;
 }
 
 /** Busy CPU seconds of the whole machine so far (`/proc/stat`), null when unreadable. */

@@ -144,6 +144,15 @@ export interface Config {
   otlpEndpoint?: string;
   /** Log `pii` fields instead of redacting them (`PARLEY_LOG_PII=true`; a developer's own machine only). */
   logPii: boolean;
+  /**
+   * How far the JavaScript heap's old generation may grow past what survived the last full
+   * collection before the next one starts, in percent (`PARLEY_HEAP_GROWTH_PERCENT`, default
+   * HEAP_GROWTH_DEFAULT; 0: V8's own heuristic). Process-wide (every worker): applied at start
+   * (src/platform.ts). V8's heuristic keeps a server's heap tight: at 300 talking sessions it
+   * started a full collection every 0.5–0.9 s for ~8 MB of growth, and that marking was a third
+   * of the node's CPU (bench/README.md, twelfth pass).
+   */
+  heapGrowthPercent: number;
 }
 
 /** What `startPlatform` and tests may set over the environment (`phoneCalls` merges field by field). */
@@ -198,6 +207,8 @@ const nonNegativeInt = (name: string, n: number): number => {
 
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
+/** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth pass). */
+export const HEAP_GROWTH_DEFAULT = 50;
 
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const num = (name: string, def: number): number => {
@@ -262,6 +273,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     tracing: tracingFromEnv(env),
     otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
     logPii: env.PARLEY_LOG_PII === 'true',
+    heapGrowthPercent: nonNegativeInt('PARLEY_HEAP_GROWTH_PERCENT', num('PARLEY_HEAP_GROWTH_PERCENT', HEAP_GROWTH_DEFAULT)),
   };
   return { ...config, ...overrides, phoneCalls: { ...config.phoneCalls, ...overrides.phoneCalls } };
 }

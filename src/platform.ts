@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import v8 from 'node:v8';
 import { adminModule } from './admin/module.ts';
 import { agentTestsModule } from './agent-tests/module.ts';
 import { agentsModule } from './agents/module.ts';
@@ -128,6 +129,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const mark = (phase: string) => void (startup[phase] = Math.round(performance.now() - began));
   const config = loadConfig(opts.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel, pii: config.logPii });
+  // The old generation's growth between full collections (PARLEY_HEAP_GROWTH_PERCENT; V8 reads
+  // the flag each time it sets the next limit, so setting it now applies from the next one).
+  v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowthPercent}`);
   const worker = opts.worker;
   // The process's own metrics (CPU, memory) are counted once per node: by its worker 0.
   const metrics = new Metrics({ processMetrics: !worker || worker.index === 0 });
