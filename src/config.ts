@@ -208,7 +208,7 @@ const nonNegativeInt = (name: string, n: number): number => {
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
 /** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth pass). */
-export const HEAP_GROWTH_DEFAULT = 50;
+export const HEAP_GROWTH_DEFAULT = 25;
 
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const num = (name: string, def: number): number => {
