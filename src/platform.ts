@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import v8 from 'node:v8';
 import { adminModule } from './admin/module.ts';
 import { agentTestsModule } from './agent-tests/module.ts';
 import { agentsModule } from './agents/module.ts';
@@ -29,6 +28,7 @@ import type { SharedState } from './state/index.ts';
 import { stateModule } from './state/module.ts';
 import type { Database } from './store/db.ts';
 import { storeModule } from './store/module.ts';
+import { applyHeapGrowth } from './telemetry/heap.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { toolsModule } from './tools/module.ts';
 import { usageModule } from './usage/module.ts';
@@ -129,9 +129,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const mark = (phase: string) => void (startup[phase] = Math.round(performance.now() - began));
   const config = loadConfig(opts.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel, pii: config.logPii });
-  // The old generation's growth between full collections (PARLEY_HEAP_GROWTH_PERCENT; V8 reads
-  // the flag each time it sets the next limit, so setting it now applies from the next one).
-  v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowthPercent}`);
+  applyHeapGrowth(config.heapGrowthPercent);
   const worker = opts.worker;
   // The process's own metrics (CPU, memory) are counted once per node: by its worker 0.
   const metrics = new Metrics({ processMetrics: !worker || worker.index === 0 });
