@@ -65,10 +65,11 @@ export const WS_STALLED = 4008;
 /**
  * Watches one socket for a client that stopped reading. Call `behind()` when a send finds the
  * socket past its high-water mark (the first call starts the clock) and `caughtUp()` when the
- * socket drains (uWS `drain`, or a send finds it below the mark). After `ms` behind without a
- * drain, `end(4008, reason)` closes it; `stop()` on close. `ms` 0: never.
+ * socket drains (uWS `drain`, or a send finds it below the mark); `sent(buffered, mark)` after
+ * a send does whichever applies. After `ms` behind without a drain, `end(4008, reason)` closes
+ * it; `stop()` on close (a later `behind()` does nothing). `ms` 0: never.
  */
-export function stallWatch(ms: number, end: (code: number, reason: string) => void): { behind(): void; caughtUp(): void; stop(): void } {
+export function stallWatch(ms: number, end: (code: number, reason: string) => void): { behind(): void; caughtUp(): void; sent(buffered: number, mark: number): void; stop(): void } {
   let timer: NodeJS.Timeout | undefined;
   // Methods, not named arrow functions: one watch per socket, and under tsx a named arrow costs a
   // 256-byte property dictionary (bench/README.md, idle sessions).
@@ -82,9 +83,13 @@ export function stallWatch(ms: number, end: (code: number, reason: string) => vo
       clearTimeout(timer);
       timer = undefined;
     },
+    sent(buffered, mark) {
+      if (buffered > mark) this.behind();
+      else this.caughtUp();
+    },
     stop() {
-      clearTimeout(timer);
-      timer = undefined;
+      ms = 0; // closed: never armed again
+      this.caughtUp();
     },
   };
 }

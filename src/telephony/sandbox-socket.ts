@@ -7,12 +7,15 @@
  *
  * Binary frames both ways are 8 kHz mono signed 16-bit little-endian PCM; text frames are JSON.
  * Needs an API key (`Authorization: Bearer …`), checked after the upgrade: a bad one closes
- * with 4401, a bad query with 4400.
+ * with 4401, a bad query with 4400. Audio to the phone is dropped while more than
+ * `MAX_FRAME_BYTES` wait unsent; a phone that then takes nothing (audio or JSON past that mark)
+ * for `PARLEY_WS_STALL_TIMEOUT_MS` is closed 4008, which hangs up its call as any close does.
  */
 import type uws from 'uWebSockets.js';
 import type { Principal } from '../auth/principal.ts';
 import { acceptUpgrade, readHandshake, readQuery, type HttpApp } from '../http/app.ts';
 import type { Logger } from '../log.ts';
+import { stallWatch } from '../http/ws-frames.ts';
 import type { PhoneCommand, PhoneSocket, SandboxCalls, SandboxPhone } from './sandbox-calls.ts';
 
 export const SANDBOX_CALLS_PATH = '/v1/telephony/sandbox/calls';
@@ -26,6 +29,8 @@ interface UserData {
   line: string;
   closed: boolean;
   phone?: SandboxPhone;
+  /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
+  stall?: ReturnType<typeof stallWatch>;
 }
 
 export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authenticate(token: string): Promise<Principal>; log: Logger }): void {
@@ -46,10 +51,15 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       const d = ws.getUserData();
       const socket: PhoneSocket = {
         json: (m) => {
-          if (!d.closed) ws.cork(() => ws.send(JSON.stringify(m), false));
+          if (d.closed) return;
+          ws.cork(() => ws.send(JSON.stringify(m), false));
+          d.stall?.sent(ws.getBufferedAmount(), MAX_FRAME_BYTES);
         },
         audio: (pcm) => {
-          if (d.closed || ws.getBufferedAmount() > MAX_FRAME_BYTES) return;
+          if (d.closed) return;
+          // Past the mark the audio is dropped and the stall clock runs (`drain` stops it).
+          if (ws.getBufferedAmount() > MAX_FRAME_BYTES) return d.stall?.behind();
+          d.stall?.caughtUp();
           ws.cork(() => ws.send(new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength), true));
         },
         close: (code, reason) => {
@@ -58,6 +68,10 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
           ws.cork(() => ws.end(code, reason));
         },
       };
+      d.stall = stallWatch(http.wsStallTimeoutMs, (code, reason) => {
+        o.log.warn({ number: d.line || d.from, stallTimeoutMs: http.wsStallTimeoutMs }, 'sandbox phone not reading: closed 4008, call hung up');
+        socket.close(code, reason);
+      });
       const m = /^Bearer\s+(\S+)$/i.exec(d.auth);
       if (!m) return socket.close(4401, 'API key required');
       const dial = d.dial.trim() ? `+${d.dial.trim().replace(/^\+/, '')}` : '';
@@ -92,9 +106,11 @@ export function mountSandboxCalls(http: HttpApp, calls: SandboxCalls, o: { authe
       }
       if (c) d.phone.command(c);
     },
+    drain: (ws) => ws.getUserData().stall?.caughtUp(),
     close: (ws) => {
       const d = ws.getUserData();
       d.closed = true;
+      d.stall?.stop();
       if (d.phone) calls.forget(d.phone);
     },
   } as uws.WebSocketBehavior<UserData>, { shutdown: 'owner' });

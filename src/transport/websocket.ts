@@ -7,9 +7,11 @@
  * Backpressure: outgoing audio is dropped (and counted) while the socket holds more than
  * `AUDIO_HIGH_WATER_BYTES` unsent, so a stalled client never grows the heap; JSON messages
  * are always queued (they are small and rare) up to uWS's `maxBackpressure`, past which
- * uWS drops them. A client that takes nothing for `PARLEY_WS_STALL_TIMEOUT_MS` while audio is
- * being dropped is closed 4008 (a drop: the session's grace period applies). Incoming audio is policed: a client may not send faster than real
- * time beyond a burst allowance; excess frames are dropped.
+ * uWS drops them. Stalled: a send, audio or JSON, finds more than `AUDIO_HIGH_WATER_BYTES`
+ * unsent; a client that then takes nothing for `PARLEY_WS_STALL_TIMEOUT_MS` is closed 4008 (a
+ * drop: the session's grace period applies), whether its agent is speaking or only JSON
+ * (transcripts, events) backs up. Incoming audio is policed: a client may not send faster
+ * than real time beyond a burst allowance; excess frames are dropped.
  */
 import type uws from 'uWebSockets.js';
 import type { ClientEvent } from '../../actors/session.ts';
@@ -22,7 +24,10 @@ import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
 import { pooledBytes } from '../sessions/audio-batch.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
-/** Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio). */
+/**
+ * Unsent bytes past which outgoing audio frames are dropped (≈ 2 s of audio), and past which a
+ * send, audio or JSON, starts the stall clock (`stallWatch`).
+ */
 export const AUDIO_HIGH_WATER_BYTES = 64 * 1024;
 /** Largest frame a client may send. */
 export const MAX_FRAME_BYTES = 64 * 1024;
@@ -174,6 +179,10 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
           if (d.closed) return;
           if (d.out.length > 0) writeAudio(d);
           ws.cork(() => ws.send(JSON.stringify(m), false));
+          // JSON backs up too when no audio flows (a silent agent, text-only replies): past
+          // the mark it starts the stall clock, so a client that reads nothing is closed 4008
+          // rather than have its messages dropped at uWS's 4 MiB.
+          d.stall?.sent(ws.getBufferedAmount(), AUDIO_HIGH_WATER_BYTES);
         },
         audio(pcm) {
           if (d.closed) return;

@@ -5,17 +5,21 @@
  * opens a dedicated transcription session. Refusals before the upgrade are HTTP answers in
  * the family envelope: no key (401 `authentication_error`), an invalid key (401
  * `provider_error`), an unknown model or `X-Service-` header (400). Frames above 32 MiB
- * close the socket (docs/api/compat.md).
+ * close the socket (docs/api/compat.md). A client that takes nothing for
+ * `PARLEY_WS_STALL_TIMEOUT_MS` while more than `HIGH_WATER_BYTES` wait unsent (a response's
+ * synthesis pauses there; replies to its events queue up to uWS's `maxBackpressure`) is
+ * closed 4008; its response and transcriptions are cancelled (docs/reliability.md "Slow clients").
  */
 import type uws from 'uWebSockets.js';
 import { ServiceError } from '../../errors.ts';
 import type { Authenticate } from '../../auth/principal.ts';
 import { acceptUpgrade, bearerToken, readHandshake, readHeaders, readQuery, requestIdFrom, type HttpApp } from '../../http/app.ts';
+import { stallWatch } from '../../http/ws-frames.ts';
 import { SPEECH_AUTH_MESSAGES } from '../../speech/tts.ts';
 import { fromProvider, openaiEnvelope } from '../errors.ts';
 import { resolveModel } from './models.ts';
 import { defaultConfig } from './realtime-config.ts';
-import { RealtimeSession, type RealtimeDeps } from './realtime.ts';
+import { HIGH_WATER_BYTES, RealtimeSession, type RealtimeDeps } from './realtime.ts';
 import { nativeFromHeaders } from './speech.ts';
 
 /** Largest client frame (docs/api/compat.md "Limits"); a bigger one closes the socket. */
@@ -49,6 +53,8 @@ interface UserData {
   nativeHeaders: Record<string, string>;
   session?: RealtimeSession;
   closed?: boolean;
+  /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
+  stall?: ReturnType<typeof stallWatch>;
 }
 
 export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDeps): void {
@@ -108,18 +114,25 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       const d = ws.getUserData();
       const transcriptionModel = d.transcription && d.model && !REALTIME_MODEL_ALIASES.has(bare(d.model)) ? transcriptionModelId(d.model) : 'service/transcribe-1';
       const config = defaultConfig(d.transcription ? 'transcription' : 'realtime', d.model || `service/${d.speechModel}`, transcriptionModel);
+      const end = (code: number, reason: string) => {
+        if (d.closed) return;
+        d.closed = true;
+        ws.cork(() => ws.end(code, reason));
+      };
+      d.stall = stallWatch(http.wsStallTimeoutMs, (code, reason) => {
+        deps.log.warn({ requestId: d.requestId, stallTimeoutMs: http.wsStallTimeoutMs }, 'realtime client not reading: closed 4008');
+        end(code, reason);
+      });
       d.session = new RealtimeSession(
         deps,
         {
           send: (text) => {
-            if (!d.closed) ws.cork(() => ws.send(text, false));
+            if (d.closed) return;
+            ws.cork(() => ws.send(text, false));
+            d.stall?.sent(ws.getBufferedAmount(), HIGH_WATER_BYTES);
           },
           bufferedAmount: () => (d.closed ? 0 : ws.getBufferedAmount()),
-          end: (code, reason) => {
-            if (d.closed) return;
-            d.closed = true;
-            ws.cork(() => ws.end(code, reason));
-          },
+          end,
         },
         {
           teamId: d.teamId,
@@ -134,10 +147,15 @@ export function mountRealtime(http: HttpApp, base: string, deps: RealtimeRouteDe
       );
     },
     message: (ws, message) => ws.getUserData().session?.onMessage(Buffer.from(message).toString('utf8')),
-    drain: (ws) => ws.getUserData().session?.onDrain(),
+    drain: (ws) => {
+      const d = ws.getUserData();
+      d.stall?.caughtUp();
+      d.session?.onDrain();
+    },
     close: (ws) => {
       const d = ws.getUserData();
       d.closed = true;
+      d.stall?.stop();
       d.session?.onClose();
     },
   } as uws.WebSocketBehavior<UserData>);
