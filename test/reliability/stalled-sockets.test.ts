@@ -7,7 +7,7 @@
  * free what it held, and go on serving others. The kernel's socket buffers (a few MB on Linux
  * loopback) fill first, so each client is made to owe more than that; nothing here is timed.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/log.ts';
 import type { ClientLink } from '../../src/sessions/runtime.ts';
@@ -26,6 +26,16 @@ t.teardown(() => app.close());
 const wsBase = app.url.replace(/^http/, 'ws');
 const STALLED = { code: 4008, reason: 'Client not reading: nothing taken for 0.3 s' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * What a stalled client finds when it reads again: the close frame waits behind everything it
+ * did not read, and uWS ends a connection whose close frame it cannot send within its own
+ * timeout, so the client reads either `4008` or an end without a frame (`1006`;
+ * docs/reliability.md "Slow clients"). That the node closed it for the stall is the warning.
+ */
+function foundClosed(t: Test, c: { code: number; reason: string }, what: string): void {
+  if (c.code === 1006) t.pass(`${what}: the connection ended without a close frame (1006)`);
+  else t.same(c, STALLED, `${what}: 4008`);
+}
 
 interface Sock {
   sock: WebSocket;
@@ -78,7 +88,7 @@ t.test('a realtime client that stops reading is closed 4008; its response is can
   t.ok(warned('realtime client not reading: closed 4008'), 'the node closed the stalled reader');
   stalled.sock.resume();
   const c = await stalled.closed;
-  t.same(c, STALLED, 'reading again, the client finds the close');
+  foundClosed(t, c, 'reading again, the client finds the close');
   const types = stalled.texts.map((x) => JSON.parse(x).type);
   t.equal(types[0], 'session.created');
   t.ok(types.includes('response.output_audio.delta'), 'it had begun to receive audio');
@@ -129,7 +139,7 @@ t.test('a session caller whose JSON backs up while no audio flows is closed 4008
   t.ok(closedForStall(), `the node closed the caller after ${sent} messages (${Math.round((sent * 40) / 1000)} MB)`);
   stalled.sock.resume();
   const c = await stalled.closed;
-  t.same(c, STALLED, 'reading again, the caller finds the close after its queued frames');
+  foundClosed(t, c, 'reading again, the caller finds the close after its queued frames');
   t.equal(stalled.binary, 0, 'no audio was ever sent: the JSON alone stalled it');
   const hello = JSON.parse(stalled.texts[0]!);
   t.match(hello, { topic: 'session', type: 'session.started', sessionId: created.session_id });
@@ -168,7 +178,7 @@ t.test('a sandbox phone that stops reading is closed 4008 and its call hung up',
   t.ok(closedForStall(), 'the node closed the phone that took nothing (else: the kernel held the whole opener)');
   if (!closedForStall()) return void stalled.sock.terminate();
   stalled.sock.resume();
-  t.same(await stalled.closed, STALLED, 'reading again, the phone finds the close');
+  foundClosed(t, await stalled.closed, 'reading again, the phone finds the close');
   let s: Record<string, any> | null = null;
   await until(async () => (s = await sessionOf()) !== null && s.status !== 'active', 'the call ended');
   t.match(s, { status: 'completed', ended_reason: 'user_hangup' }, 'the stalled phone hung up its call');
