@@ -4,7 +4,7 @@
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
  *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart|disk-full|slow-clients] [--disk-mb 256] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
- *     [--stalled 10] [--idle-ws 5000] [--slowloris 2000] [--crowd-seconds 60]
+ *     [--stalled 10] [--idle-ws 5000] [--slowloris 2000] [--crowd-seconds 60] [--cpu-dir DIR] [--heap-dir DIR]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -45,7 +45,12 @@
  *   question out → first agent audio in) and the synthesis clients' first byte, p50 / p99, by
  *   window (before, crowds, stalled only, after); each crowd's opens, lifetimes and how the
  *   platform ended them; when the platform closed each stalled caller (from its last read),
- *   what the caller then read, and its session's record and webhook.
+ *   what the caller then read, and its session's record and webhook. Memory is read once more
+ *   (`after_grace`) when every stalled caller's session has ended (its 30 s resume grace over)
+ *   and 5 s more, the load still running, with the node's live sessions and active resources at
+ *   each reading. `--cpu-dir`: CPU profiles of the platform (this process) 20 s before the fault
+ *   and 20 s of the crowds; `--heap-dir`: heap snapshots before and after the grace (the writes
+ *   stall the node for seconds: for finding what stays, not for figures).
  *
  * Single-use tokens (every fault): besides the callers, a joiner creates a session every
  * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
