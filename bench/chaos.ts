@@ -4,7 +4,7 @@
  * with what the callers, the synthesis clients and the webhook receiver saw, on their clocks.
  *
  *   npx tsx bench/chaos.ts [--fault backend|postgres|postgres-blackhole|redis|redis-blackhole|redis-restart|disk-full|slow-clients] [--disk-mb 256] [--cut 5] [--sessions 100] [--streams 20] [--seconds 30] [--fault-at 10]
- *     [--stalled 10] [--idle-ws 5000] [--slowloris 2000] [--crowd-seconds 60]
+ *     [--stalled 10] [--idle-ws 5000] [--slowloris 2000] [--crowd-seconds 60] [--cpu-dir DIR] [--heap-dir DIR]
  *
  * Faults:
  * - `backend`: the native backend the platform launched is killed (SIGKILL) at `--fault-at`
@@ -45,7 +45,12 @@
  *   question out → first agent audio in) and the synthesis clients' first byte, p50 / p99, by
  *   window (before, crowds, stalled only, after); each crowd's opens, lifetimes and how the
  *   platform ended them; when the platform closed each stalled caller (from its last read),
- *   what the caller then read, and its session's record and webhook.
+ *   what the caller then read, and its session's record and webhook. Memory is read once more
+ *   (`after_grace`) when every stalled caller's session has ended (its 30 s resume grace over)
+ *   and 5 s more, the load still running, with the node's live sessions and active resources at
+ *   each reading. `--cpu-dir`: CPU profiles of the platform (this process) 20 s before the fault
+ *   and 20 s of the crowds; `--heap-dir`: heap snapshots before and after the grace (the writes
+ *   stall the node for seconds: for finding what stays, not for figures).
  *
  * Single-use tokens (every fault): besides the callers, a joiner creates a session every
  * 250 ms, connects its token 0–2 s later and hangs up after 1 s; at the end every token
@@ -60,6 +65,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
+import inspector from 'node:inspector';
+import { writeFileSync } from 'node:fs';
+import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
@@ -96,6 +104,20 @@ interface LoadReport {
    * still played is not timed); each `200` synthesis request's first byte ([request start, ms]).
    */
   timed: { turns: [number, number][]; unanswered: number; ttfb: [number, number][] };
+}
+
+/** Profiles this process's JavaScript for `ms` and writes the profile (Chrome DevTools format). */
+async function cpuProfile(ms: number, file: string): Promise<void> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) => new Promise<any>((res, rej) => session.post(method, params, (err, r) => (err ? rej(err) : res(r))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 1000 });
+  await post('Profiler.start');
+  await sleep(ms);
+  const { profile } = await post('Profiler.stop');
+  writeFileSync(file, JSON.stringify(profile));
+  session.disconnect();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -442,6 +464,10 @@ async function main() {
   // `slow-clients`: the run goes on until every stalled caller was closed (bounded by `--seconds`).
   const seconds = arg('seconds', slowClients ? 300 : 30);
   const faultAtS = arg('fault-at', slowClients ? 30 : 10);
+  // `--cpu-dir`: CPU profiles of this process (the platform's JavaScript) over 20 s before the
+  // fault (from 22 s to 2 s before it) and 20 s of the crowds (from 10 s after the fault).
+  const cpuDir = process.argv.includes('--cpu-dir') ? process.argv[process.argv.indexOf('--cpu-dir') + 1] : undefined;
+  const heapDir = process.argv.includes('--heap-dir') ? process.argv[process.argv.indexOf('--heap-dir') + 1] : undefined;
   const slowPlan = { stalled: arg('stalled', 10), idleWs: arg('idle-ws', 5000), slowloris: arg('slowloris', 2000), crowdS: arg('crowd-seconds', 60) };
   if (slowClients) ensureFdLimit(slowPlan.idleWs + slowPlan.slowloris + 2000);
   const key = `pk_chaos_${randomBytes(16).toString('hex')}`;
@@ -504,6 +530,12 @@ async function main() {
     } } }),
   });
   const backend = platform.nativeBackend!;
+  /** What the node holds: live sessions (its gauge) and the event loop's active resources by type. */
+  const liveCounts = () => {
+    const resources: Record<string, number> = {};
+    for (const t of process.getActiveResourcesInfo()) resources[t] = (resources[t] ?? 0) + 1;
+    return { sessions_live: platform.runtime.supervisor.size, resources };
+  };
   let slowChild: ReturnType<typeof benchChild> | null = null;
   // slow-clients, as it goes: the crowds and stalled callers held, when the crowds were told to
   // stop, their reports, and when the last slow client was gone.
@@ -540,9 +572,17 @@ async function main() {
   const held = await new Promise<number>((r) => child.once('message', (m: any) => r(m.sessions)));
   const t0 = Date.now();
   let memBefore: ReturnType<typeof memoryAfterGc> | null = null;
+  let liveBefore: ReturnType<typeof liveCounts> | null = null;
   if (slowClients) {
-    await sleep(faultAtS * 1000 - 2000);
+    if (cpuDir && faultAtS >= 25) {
+      await sleep(faultAtS * 1000 - 22_000);
+      await cpuProfile(20_000, join(cpuDir, 'before.cpuprofile'));
+    } else await sleep(faultAtS * 1000 - 2000);
     memBefore = memoryAfterGc();
+    liveBefore = liveCounts();
+    // `--heap-dir`: heap snapshots before and after the grace, to diff (the write stalls the
+    // node for seconds: the before window is then disturbed; for finding what stays, not figures).
+    if (heapDir) v8.writeHeapSnapshot(join(heapDir, 'before.heapsnapshot'));
     await sleep(2000);
   } else await sleep(faultAtS * 1000);
 
@@ -598,6 +638,7 @@ async function main() {
       } else if (m.type === 'crowds-done') sl.crowds = m.crowds;
       else if (m.type === 'stalled') sl.stalled = m.stalled;
     });
+    if (cpuDir) void sleep(10_000).then(() => cpuProfile(20_000, join(cpuDir, 'crowds.cpuprofile')));
     void sleep(slowPlan.crowdS * 1000).then(() => {
       sl.crowdsStoppedAt = Date.now();
       sc.send({ type: 'stop-crowds' });
@@ -631,7 +672,23 @@ async function main() {
   clearInterval(sampler);
   // After: the platform's memory once the slow ones are gone (forced GC), before the load stops.
   const memAfter = slowClients ? memoryAfterGc() : null;
+  const liveAfter = slowClients ? liveCounts() : null;
   const endAt = Date.now();
+  // After the grace: the stalled callers' sessions wait `PARLEY_SESSION_RESUME_GRACE`-long (30 s)
+  // for a resume once closed 4008; memory read again once every one has ended (the load still
+  // running), so what the stalled sessions held and what anything else kept are told apart.
+  let memAfterGrace: ReturnType<typeof memoryAfterGc> | null = null;
+  let liveAfterGrace: ReturnType<typeof liveCounts> | null = null;
+  let afterGraceAt: number | null = null;
+  if (slowClients && stalledAgent) {
+    const activeStalled = async () => Number((await platform.db.sql`select count(*)::int as n from sessions where agent_id = ${stalledAgent} and status in ('pending', 'active')`)[0]!.n);
+    for (let i = 0; i < 600 && (await activeStalled()) > 0; i++) await sleep(100);
+    await sleep(5000); // the ended sessions' last writes and webhooks
+    memAfterGrace = memoryAfterGc();
+    liveAfterGrace = liveCounts();
+    afterGraceAt = Date.now();
+    if (heapDir) v8.writeHeapSnapshot(join(heapDir, 'after-grace.heapsnapshot'));
+  }
   if (slowChild) {
     slowChild.send({ type: 'finish' });
     while (!sl.stalled) await sleep(100);
@@ -689,8 +746,14 @@ async function main() {
         // and stalled caller was open) / after (forced GC, ~15 s after the last slow client was
         // gone); the peaks, sampled every 250 ms without a forced GC (garbage included): the
         // 7.5 s before the fault's GC, and while the slow clients were there.
-        heap_plus_external: { before: memBefore ? mb(memBefore.heapExternal) : null, held: sl.memHeld ? mb(sl.memHeld.heapExternal) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.heapExternal))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.heapExternal))) : null, after: memAfter ? mb(memAfter.heapExternal) : null },
-        rss: { before: memBefore ? mb(memBefore.rss) : null, held: sl.memHeld ? mb(sl.memHeld.rss) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.rss))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.rss))) : null, after: memAfter ? mb(memAfter.rss) : null },
+        // after_grace (forced GC): once every stalled caller's session had ended (their 30 s
+        // resume grace after the 4008 expired) and 5 s more, the load still running.
+        heap_plus_external: { before: memBefore ? mb(memBefore.heapExternal) : null, held: sl.memHeld ? mb(sl.memHeld.heapExternal) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.heapExternal))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.heapExternal))) : null, after: memAfter ? mb(memAfter.heapExternal) : null, after_grace: memAfterGrace ? mb(memAfterGrace.heapExternal) : null },
+        rss: { before: memBefore ? mb(memBefore.rss) : null, held: sl.memHeld ? mb(sl.memHeld.rss) : null, peak_before: beforeSamples.length ? mb(Math.max(...beforeSamples.map((m) => m.rss))) : null, peak: during.length ? mb(Math.max(...during.map((m) => m.rss))) : null, after: memAfter ? mb(memAfter.rss) : null, after_grace: memAfterGrace ? mb(memAfterGrace.rss) : null },
+        after_grace_s_after_fault: afterGraceAt ? round((afterGraceAt - killedAt) / 1000, 1) : null,
+        // Live sessions on the node and the event loop's active resources (handles, timers that
+        // keep it alive) at each reading.
+        live: { before: liveBefore, after: liveAfter, after_grace: liveAfterGrace },
       },
       healthy: {
         windows_s_after_fault: Object.fromEntries(Object.entries(windows).map(([k, [a, b]]) => [k, [round((a - killedAt) / 1000, 1), round((b - killedAt) / 1000, 1)]])),

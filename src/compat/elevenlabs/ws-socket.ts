@@ -100,7 +100,12 @@ export function mountJsonSocket<S>(
   pattern: string,
   paramCount: number,
   o: {
-    accept(r: UpgradeRequest): Promise<S>;
+    /**
+     * A state returned at once (not a promise) upgrades the socket inside uWS's own upgrade
+     * callback, corked: a deferred upgrade cannot be corked in uWS v20.30 and costs ~4 times
+     * the CPU (`acceptUpgrade`, src/http/app.ts). Keyless sockets take that path.
+     */
+    accept(r: UpgradeRequest): S | Promise<S>;
     open(socket: JsonSocket, state: S, requestId: string): SocketSession;
     log: Logger;
     idleTimeoutS?: number;
@@ -145,23 +150,30 @@ export function mountJsonSocket<S>(
       for (let i = 0; i < paramCount; i++) params.push(safeDecode(req.getParameter(i) ?? ''));
       const hs = readHandshake(req);
       const requestId = requestIdFrom(headers['x-request-id']);
-      o.accept({ headers, query, params, requestId }).then(
-        (state) => {
-          if (aborted) return;
-          acceptUpgrade<UserData<S>>(res, hs, { state, requestId, messages: 0 }, context, { aborted: () => aborted });
-        },
-        (err) => {
-          if (aborted) return;
-          const e = toElevenLabsError(err);
-          if (e.internal !== undefined) o.log.error({ err: e.internal }, 'compat socket upgrade failed');
-          res.cork(() => {
-            res.writeStatus(`${e.status} ${STATUS_CODES[e.status] ?? 'Error'}`);
-            res.writeHeader('X-Request-Id', requestId);
-            for (const [k, v] of Object.entries(e.headers)) res.writeHeader(k, v);
-            res.writeHeader('Content-Type', 'application/json').end(JSON.stringify(e.body));
-          });
-        },
-      );
+      const accepted = (state: S) => {
+        if (aborted) return;
+        acceptUpgrade<UserData<S>>(res, hs, { state, requestId, messages: 0 }, context, { aborted: () => aborted });
+      };
+      const refused = (err: unknown) => {
+        if (aborted) return;
+        const e = toElevenLabsError(err);
+        if (e.internal !== undefined) o.log.error({ err: e.internal }, 'compat socket upgrade failed');
+        res.cork(() => {
+          res.writeStatus(`${e.status} ${STATUS_CODES[e.status] ?? 'Error'}`);
+          res.writeHeader('X-Request-Id', requestId);
+          for (const [k, v] of Object.entries(e.headers)) res.writeHeader(k, v);
+          res.writeHeader('Content-Type', 'application/json').end(JSON.stringify(e.body));
+        });
+      };
+      let got: S | Promise<S>;
+      try {
+        got = o.accept({ headers, query, params, requestId });
+      } catch (err) {
+        return refused(err);
+      }
+      // Settled at once (a keyless socket): upgraded now, inside this callback.
+      if (!(got instanceof Promise)) return accepted(got);
+      got.then(accepted, refused);
     },
     open: (ws) => {
       const d = ws.getUserData();
@@ -244,4 +256,9 @@ export function errorFrame(err: unknown): { error: string; code: number } {
   const detail = e.body.detail;
   const message = Array.isArray(detail) ? detail.map((f) => `${f.loc.slice(1).join('.')}: ${f.msg}`).join('; ') : detail.message;
   return { error: message, code: e.status };
+}
+
+/** The reason a socket's work is aborted with (an `AbortError`). */
+export function abortError(message: string): Error {
+  return Object.assign(new Error(message), { name: 'AbortError' });
 }

@@ -44,7 +44,7 @@ import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, nativeParams, parseE
 import { elevenLabsTtsSchema, translateTts } from './tts.ts';
 import { DEFAULT_CHUNK_SCHEDULE, SpeechContext, TEXT_BUFFER_LIMIT_BYTES } from './ws-speech-context.ts';
 import { authenticateKeyOrToken, type KeyIsLive } from './tokens.ts';
-import { errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
+import { abortError, errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface TtsSocketDeps {
   tts: TtsService;
@@ -119,8 +119,12 @@ export function inactivityTimeoutS(value: string | null): number {
   return n;
 }
 
-/** Handshake checks shared by both synthesis sockets. */
-export async function acceptTtsSocket(r: UpgradeRequest, deps: TtsSocketDeps): Promise<TtsSocketState> {
+/**
+ * Handshake checks shared by both synthesis sockets. Without a credential (the key comes in the
+ * first message) the state is returned at once, so the socket is upgraded inside uWS's callback
+ * (`mountJsonSocket`); a key or token is checked first (a promise).
+ */
+export function acceptTtsSocket(r: UpgradeRequest, deps: TtsSocketDeps): TtsSocketState | Promise<TtsSocketState> {
   const outputFormat = r.query.get('output_format') ?? undefined;
   const format = parseElevenLabsFormat(outputFormat);
   const modelId = r.query.get('model_id') ?? undefined;
@@ -136,7 +140,7 @@ export async function acceptTtsSocket(r: UpgradeRequest, deps: TtsSocketDeps): P
     state.formatError = err;
   }
   if (r.query.get('token') !== null || r.headers['xi-api-key'] || r.headers['authorization']) {
-    state.principal = await authenticateKeyOrToken(r, 'tts_websocket', deps);
+    return authenticateKeyOrToken(r, 'tts_websocket', deps).then((principal) => Object.assign(state, { principal }));
   }
   return state;
 }
@@ -211,7 +215,13 @@ const SPAN = `wss ${ELEVENLABS_BASE}/v1/text-to-speech/{voice_id}/stream-input`;
 
 /** One `stream-input` connection. */
 export class StreamInputSession implements SocketSession {
-  private readonly ac = new AbortController();
+  /**
+   * Made on first use: a socket that never sends its first message (an idle crowd) needs no
+   * controller and no abort at its close (docs/reliability.md, "Slow clients", "Under load").
+   */
+  private ac: AbortController | null = null;
+  /** Why the socket was aborted before anything asked for its signal. */
+  private abortedFor: string | null = null;
   private chain: Promise<void> = Promise.resolve();
   private ctx: SpeechContext | null = null;
   private ending = false;
@@ -226,13 +236,26 @@ export class StreamInputSession implements SocketSession {
     if (state.formatError) this.fail(state.formatError);
   }
 
+  private signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      if (this.abortedFor !== null) this.ac.abort(abortError(this.abortedFor));
+    }
+    return this.ac.signal;
+  }
+
+  private abort(message: string): void {
+    if (this.ac) this.ac.abort(abortError(message));
+    else this.abortedFor ??= message;
+  }
+
   onMessage(text: string): void {
     if (this.socket.closed || this.ending) return;
     this.chain = this.chain.then(() => this.handle(text)).catch((err) => this.fail(err));
   }
 
   onClose(): void {
-    this.ac.abort(Object.assign(new Error('client closed'), { name: 'AbortError' }));
+    this.abort('client closed');
     this.settle('cancelled');
   }
 
@@ -259,7 +282,7 @@ export class StreamInputSession implements SocketSession {
       this.ctx = await openSpeechContext(this.deps, this.state, msg, {
         teamId: principal.teamId,
         requestId: this.requestId,
-        signal: this.ac.signal,
+        signal: this.signal(),
         span: SPAN,
         send: (f) => this.socket.send(f),
         onError: (err) => this.fail(err),
@@ -307,7 +330,7 @@ export class StreamInputSession implements SocketSession {
 
   private close(code: number, reason: string): void {
     this.socket.end(code, reason);
-    this.ac.abort(Object.assign(new Error('closed'), { name: 'AbortError' }));
+    this.abort('closed');
   }
 
   private settle(outcome: 'done' | 'cancelled' | 'failed', error?: { status: number; message: string }): void {
