@@ -40,6 +40,7 @@ import { ServiceError } from '../errors.ts';
 import { fromGrpcError } from './errors.ts';
 import { createGrpcClient, type InferenceGrpcClient } from './grpc-service.ts';
 import { Limiter } from './limiter.ts';
+import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
 
 /** Per-call options: cancellation, deadline and the metadata the backend receives. */
 export interface CallOptions {
@@ -77,6 +78,11 @@ export interface BackendOptions {
   /** Stream resets (cancellations) a connection sends at once (default 900) and per second after that (default 30). */
   resetBurst?: number;
   resetRatePerS?: number;
+  /**
+   * Realtime recognition streams share one TranscribeStreams call when the backend lists it in
+   * Capabilities (default true); false, or a backend without it: one TranscribeStream call each.
+   */
+  multiplex?: boolean;
 }
 
 export type SynthesizeInput = MessageInitShape<typeof SynthesizeRequestSchema>;
@@ -187,6 +193,9 @@ export class Backend {
   private readonly o: Required<BackendOptions>;
   private closed = false;
   private nextConn = 0;
+  /** Whether the backend offers TranscribeStreams (asked once, with the first recognition stream). */
+  private muxOffered: Promise<boolean> | null = null;
+  private mux: RecognitionMux | null = null;
 
   constructor(
     readonly address: string,
@@ -206,6 +215,7 @@ export class Backend {
       channels: 4,
       resetBurst: 900,
       resetRatePerS: 30,
+      multiplex: true,
       ...options,
     };
     this.limiter = new Limiter(this.o.maxConcurrentCalls, this.o.queueTimeoutMs);
@@ -476,8 +486,49 @@ export class Backend {
     };
   }
 
-  /** TranscribeStream: sends `config` first; audio frames and commits go in through the session. */
+  /** Streams of TranscribeStreams calls open now (0 when the backend does not offer it). */
+  get multiplexedStreams(): number {
+    return this.mux?.size ?? 0;
+  }
+
+  /**
+   * Whether recognition streams go over TranscribeStreams: asked of Capabilities once. A backend
+   * that cannot be reached fails the stream as a call would (503); any other failure of the
+   * question means one call per stream, asked again for the next stream.
+   */
+  private async offersMux(o: CallOptions): Promise<boolean> {
+    if (!this.o.multiplex) return false;
+    const asked = (this.muxOffered ??= this.capabilities({ signal: o.signal }).then((c) => c.rpcs.includes('TranscribeStreams')));
+    try {
+      return await asked;
+    } catch (err) {
+      if (this.muxOffered === asked) this.muxOffered = null;
+      if (o.signal?.aborted || (err instanceof ServiceError && err.code === 'unavailable')) throw this.mapError(err, o.signal);
+      return false;
+    }
+  }
+
+  private recognitionMux(): RecognitionMux {
+    return (this.mux ??= new RecognitionMux({
+      acquire: (signal) => this.limiter.acquire(signal),
+      start: async () => {
+        const conn = this.pick();
+        await this.ready(conn);
+        conn.calls++;
+        const call = conn.client.transcribeStreams(new grpc.Metadata()) as unknown as MuxCall;
+        let done = false;
+        return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
+      },
+      unimplemented: () => { this.muxOffered = Promise.resolve(false); },
+    }));
+  }
+
+  /**
+   * TranscribeStream: sends `config` first; audio frames and commits go in through the session.
+   * Over a TranscribeStreams call shared with other streams when the backend offers it.
+   */
   async transcribeStream(config: TranscribeConfigInput, o: CallOptions = {}): Promise<TranscriptionSession> {
+    if (await this.offersMux(o)) return this.recognitionMux().open(config, o);
     const { conn, release } = await this.begin(o);
     const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
@@ -593,6 +644,7 @@ export class Backend {
 
   close(): void {
     this.closed = true;
+    this.mux?.close();
     for (const c of this.conns) {
       this.drainDeferred(c); // closing: what waits for budget is reset now
       c.client.close();
