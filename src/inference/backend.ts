@@ -491,6 +491,11 @@ export class Backend {
     return this.mux?.size ?? 0;
   }
 
+  /** TranscribeStreams messages written so far and the stream inputs they carried. */
+  get multiplexedSent(): { messages: number; inputs: number } {
+    return { ...(this.mux?.sent ?? { messages: 0, inputs: 0 }) };
+  }
+
   /**
    * Whether recognition streams go over TranscribeStreams: asked of Capabilities once. A backend
    * that cannot be reached fails the stream as a call would (503); any other failure of the

@@ -3,8 +3,11 @@
  * "Many recognition streams on one call"), for a backend that lists it in Capabilities. Each
  * stream is what a TranscribeStream call is to its caller (a `TranscriptionSession`): the same
  * events, its own end, cancellation and error. What changes is on the wire: the inputs of every
- * stream queued while the event loop runs one phase (caller frames arriving from many sockets)
- * leave as one message, encoded here, and the backend answers the same way. grpc-js's per-message
+ * stream queued during one turn of the event loop (caller frames arriving from many sockets)
+ * leave as one message at its end (`setImmediate`: no added wait), encoded here, and the backend
+ * answers the same way. How many that gathers depends on the load: 1.2–1.7 inputs per message at
+ * 20 sessions, 13–18 at 300 (bench/README.md, fourteenth pass), so the per-message cost
+ * shrinks where it matters. grpc-js's per-message
  * work (its filter chain, framing, one HTTP/2 DATA frame and socket write) is then paid once per
  * phase instead of once per frame per session (bench/README.md, fourteenth pass).
  *
@@ -132,6 +135,9 @@ export class RecognitionMux {
   private payloads: unknown[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
+
+  /** Messages written on the calls so far, and the inputs they carried. */
+  readonly sent = { messages: 0, inputs: 0 };
 
   constructor(private readonly host: MuxHost) {}
 
@@ -323,6 +329,8 @@ export class RecognitionMux {
       }
     }
     ids.length = kinds.length = payloads.length = 0;
+    this.sent.messages++;
+    this.sent.inputs += n;
     if (!call.writableEnded && !call.destroyed) call.write(out);
   }
 

@@ -56,10 +56,16 @@ t.test('a backend offering TranscribeStreams serves several streams on one call,
   const audio = await Promise.all(PHRASES.map((p) => speech(client, p)));
   const streams = await Promise.all(PHRASES.map((_, i) => client.transcribeStream(config, { requestId: `session-${i}`, teamId: 'team-1' })));
   t.equal(conn.multiplexedStreams, 3, 'three streams open on the shared call');
+  const before = conn.multiplexedSent;
   interleave(streams, audio);
   for (const s of streams) s.end();
   const got = await Promise.all(streams.map((s) => collect(s)));
   t.same(got.map(committed), PHRASES, 'each stream heard its own audio, and only it');
+  const sent = conn.multiplexedSent;
+  // The three opens were queued with the streams; then every frame and the three ends.
+  const frames = audio.reduce((n, a) => n + Math.ceil(a.length / 1280), 0) + 6;
+  t.equal(sent.inputs - before.inputs, frames, 'every open, frame and end went out as an input');
+  t.ok(sent.messages - before.messages < 3, `frames queued in one turn of the event loop shared a message (${sent.messages - before.messages} messages)`);
   t.ok(got.every((evs) => evs.some((e) => e.event.case === 'speechStarted') && evs.some((e) => e.event.case === 'speechEnded')), 'speech started and ended on each');
   t.equal(calls.filter((c) => c.rpc === 'transcribeStreams').length, 1, 'one TranscribeStreams call');
   t.equal(calls.filter((c) => c.rpc === 'transcribeStream' && c.teamId === 'team-1').map((c) => c.requestId).sort().join(','), 'session-0,session-1,session-2', "each stream's request id and team reach the backend");
