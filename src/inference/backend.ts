@@ -497,20 +497,28 @@ export class Backend {
   }
 
   /**
-   * Whether recognition streams go over TranscribeStreams: asked of Capabilities once. A backend
-   * that cannot be reached fails the stream as a call would (503); any other failure of the
-   * question means one call per stream, asked again for the next stream.
+   * Whether the backend offers TranscribeStreams: asked of Capabilities once, in the background,
+   * with the first recognition stream. Streams that start before the answer use their own call
+   * (a session's recognizer must not wait a round trip more to open: a caller who speaks at once
+   * is heard only once it is open). A failed question is asked again with the next stream.
    */
-  private async offersMux(o: CallOptions): Promise<boolean> {
-    if (!this.o.multiplex) return false;
-    const asked = (this.muxOffered ??= this.capabilities({ signal: o.signal }).then((c) => c.rpcs.includes('TranscribeStreams')));
-    try {
-      return await asked;
-    } catch (err) {
-      if (this.muxOffered === asked) this.muxOffered = null;
-      if (o.signal?.aborted || (err instanceof ServiceError && err.code === 'unavailable')) throw this.mapError(err, o.signal);
-      return false;
-    }
+  private muxKnown: boolean | null = null;
+
+  /** Resolves to whether recognition streams go over TranscribeStreams from now on (asking if needed). */
+  multiplexKnown(): Promise<boolean> {
+    if (!this.o.multiplex) return Promise.resolve(false);
+    if (this.muxKnown !== null) return Promise.resolve(this.muxKnown);
+    const asked = (this.muxOffered ??= this.capabilities().then((c) => c.rpcs.includes('TranscribeStreams')));
+    return asked.then(
+      (yes) => {
+        if (this.muxOffered === asked) this.muxKnown = yes;
+        return yes;
+      },
+      () => {
+        if (this.muxOffered === asked) this.muxOffered = null;
+        return false;
+      },
+    );
   }
 
   private recognitionMux(): RecognitionMux {
@@ -524,7 +532,7 @@ export class Backend {
         let done = false;
         return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
       },
-      unimplemented: () => { this.muxOffered = Promise.resolve(false); },
+      unimplemented: () => { this.muxKnown = false; },
     }));
   }
 
@@ -533,7 +541,8 @@ export class Backend {
    * Over a TranscribeStreams call shared with other streams when the backend offers it.
    */
   async transcribeStream(config: TranscribeConfigInput, o: CallOptions = {}): Promise<TranscriptionSession> {
-    if (await this.offersMux(o)) return this.recognitionMux().open(config, o);
+    if (this.muxKnown) return this.recognitionMux().open(config, o);
+    if (this.muxKnown === null) void this.multiplexKnown();
     const { conn, release } = await this.begin(o);
     const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
