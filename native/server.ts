@@ -54,6 +54,8 @@ export interface BackendOptions {
    */
   wrapSpeech?: (engine: SpeechEngine) => SpeechEngine;
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
+  /** Lists TranscribeStreams in Capabilities (default true): see ServiceOptions.multiplexRecognition. */
+  multiplexRecognition?: boolean;
   /** Provider engines (docs/providers.md). Default: from the environment (PARLEY_LLM_PROVIDER, …). */
   providers?: ProvidersConfig;
   /** Where settings not given here are read from. Default process.env. */
@@ -76,9 +78,17 @@ export interface Backend {
  * connection at 64 KB and grpc-js's server has no option to change it. The platform streams every
  * caller's audio over a few connections (~32 KB/s per session): at 64 KB per connection it waited
  * for a window update every two seconds of one session's audio, and at 700 sessions recognition
- * fell ~2.7 s behind the audio (bench/README.md). Per-stream windows stay at HTTP/2's default.
+ * fell ~2.7 s behind the audio (bench/README.md).
  */
 export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
+/**
+ * Receive window of each stream (HTTP/2's default is 64 KB). One TranscribeStreams call carries
+ * every session's caller audio (~32 KB/s each: ~10 MB/s at 300 sessions), which a 64 KB window
+ * would hold to a window update every few milliseconds of audio; 4 MB is ~125 ms of 1,000
+ * sessions' audio. A stream of one session's audio never has that much in flight, and the
+ * connection's window bounds them all together.
+ */
+export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
 
 /** Opens each new connection's receive window to `bytes` (see CONNECTION_WINDOW_BYTES). */
 function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger): void {
@@ -93,6 +103,7 @@ function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger)
     h2.on('session', (session: ServerHttp2Session) => {
       try {
         session.setLocalWindowSize(bytes);
+        session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
       } catch (err) {
         log.warn({ err }, 'could not widen a connection receive window');
       }
@@ -140,6 +151,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     engines,
     recognize: (pcm, rate) => synthetic.recognize(pcm, rate),
     streamRecognizer: opts.streamRecognizer,
+    multiplexRecognition: opts.multiplexRecognition,
     pacing: {
       timeToFirstAudioMs: opts.timeToFirstAudioMs ?? cfg.timeToFirstAudioMs,
       mode: opts.pacing ?? cfg.pacing,

@@ -25,6 +25,10 @@ import {
   ToolCallSchema,
   TranscribeResponseSchema,
   TranscribeStreamResponseSchema,
+  TranscribeStreamsOutputSchema,
+  TranscribeStreamsResponseSchema,
+  StreamStatusSchema,
+  TranscribeConfigSchema,
   UsageSchema,
   VoiceInfoSchema,
   type AudioChunk,
@@ -32,6 +36,9 @@ import {
   type SynthesizeRequest,
   type TranscribeConfig,
   type TranscribeStreamResponse,
+  type TranscribeStreamRequest,
+  type TranscribeStreamsOutput,
+  type TranscribeStreamsRequest,
 } from '../src/gen/inference/v1/inference_pb.ts';
 import type { InferenceServiceHandlers } from '../src/inference/grpc-service.ts';
 import { bytesToPcm, parseWav, pcmBytes, wavHeader } from './audio.ts';
@@ -59,6 +66,16 @@ export const CHAT_MODELS = [...CHAT_TIERS, 'scripted'];
 export const VOICE_DESIGN_MODELS = ['voice-design-1'];
 export const LIMITS = { maxTextChars: 20_000, maxAudioMs: 30 * 60_000, maxMessageBytes: 64 * 1024 * 1024 };
 
+/** One recognition stream as its call (or its TranscribeStreams stream) drives it. */
+interface RecognitionStream {
+  /** A request event: the config (first), audio, commit. */
+  input(ev: TranscribeStreamRequest['event']): void;
+  /** Half-close: the pending events, then `done`. */
+  end(): void;
+  /** The caller gave up: stops without a status. */
+  cancel(): void;
+}
+
 /** A realtime recognizer: PCM pushed in pieces of any size, events out (see StreamDecoder). */
 export type StreamRecognizer = ReturnType<typeof createStreamRecognizer>;
 
@@ -69,6 +86,12 @@ export interface ServiceOptions {
   engines: Record<string, SpeechEngine>;
   /** Whole-recording recognition (the synthetic engine's recognizer). */
   recognize: (pcm: Int16Array, sampleRateHz: number) => Promise<Recognized>;
+  /**
+   * Offers TranscribeStreams (many recognition streams over one call) in Capabilities (default
+   * true). false: not listed, so the platform keeps one TranscribeStream call per stream (the
+   * handler still answers, as the contract allows for an unlisted RPC a caller tries anyway).
+   */
+  multiplexRecognition?: boolean;
   /** The realtime recognizer of each TranscribeStream call (default: the synthetic engine's). */
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   pacing: Pacing;
@@ -124,6 +147,14 @@ export interface CallInfo {
 /** A request header's first value, or '' (the platform's `traceparent`, `x-request-id`, `x-team-id`). */
 const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
 const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
+/** The metadata a TranscribeStream call would carry, for a stream of a TranscribeStreams call (observed as its own call). */
+function streamMetadata(requestId: string, teamId: string, traceparent: string): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (requestId) md.set('x-request-id', requestId);
+  if (teamId) md.set('x-team-id', teamId);
+  if (traceparent) md.set('traceparent', traceparent);
+  return md;
+}
 
 export { StatusError };
 
@@ -279,6 +310,128 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       design: {
         description: req.description.trim(), text: req.text.trim(), language: req.language, count, speed, sampleRateHz: rate,
         ...(req.seed !== undefined ? { seed: Number(BigInt.asUintN(32, req.seed)) } : {}),
+      },
+    };
+  }
+
+  /**
+   * One realtime recognition stream: a TranscribeStream call, or one stream of a
+   * TranscribeStreams call. Takes a slot of the concurrency limit (RESOURCE_EXHAUSTED when there
+   * is none: thrown). `write` sends an event (in order; a promise is waited for before the next),
+   * `fail` ends the stream with an error status, `done` after the last event of a half-closed one.
+   */
+  function recognitionStream(io: {
+    requestId: string;
+    write(event: TranscribeStreamResponse['event']): Promise<void> | void;
+    fail(err: unknown): void;
+    done(): void;
+  }): RecognitionStream {
+    const release = admit();
+    const ac = new AbortController();
+    let decoder: StreamRecognizer | null = null;
+    let rateHz = 0;
+    let chain = Promise.resolve();
+    // Timing (only when observed): when the audio up to each stream position arrived, for the
+    // last few seconds (end positions in ms, arrival times), and when each end of speech left.
+    const timed = o.onTiming;
+    let heardMs = 0;
+    const arrivals: [number, number][] = [];
+    // A position's arrival: the arrival of the piece holding it, less the audio after it in
+    // that piece; null when that piece is no longer kept (or not yet heard).
+    let dropped = 0; // the end of the last piece no longer kept
+    const heardAt = (atMs: number) => {
+      const i = arrivals.findIndex(([e]) => e >= atMs);
+      const start = i > 0 ? arrivals[i - 1][0] : dropped;
+      return i < 0 || start > atMs ? null : arrivals[i][1] - (arrivals[i][0] - atMs);
+    };
+    // A stopped stream writes nothing more (its events already queued are dropped).
+    const write = (event: TranscribeStreamResponse['event']) => (ac.signal.aborted ? undefined : io.write(event));
+    const then = (f: () => Promise<void> | void) => {
+      chain = chain.then(f);
+      // A write that failed (the call gone) is handled where the stream ends (`end`), or never
+      // matters (a cancelled stream): not an unhandled rejection.
+      chain.catch(() => {});
+    };
+    const send = (events: StreamEvent[], forceCommit: boolean) => {
+      let committed = false;
+      for (const ev of events) {
+        let out: TranscribeStreamResponse['event'];
+        if (ev.type === 'speech_started') out = { case: 'speechStarted', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
+        else if (ev.type === 'speech_ended') out = { case: 'speechEnded', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
+        else if (ev.type === 'partial') out = { case: 'partial', value: ev.text };
+        else {
+          committed = true;
+          out = { case: 'committed', value: create(CommittedSchema, { text: ev.text, words: ev.words.map((w) => create(SegmentSchema, w)) }) };
+        }
+        const at = timed && ev.type === 'speech_ended' ? heardAt(ev.atMs) : null;
+        if (timed && at !== null && ev.type === 'speech_ended') {
+          const { atMs } = ev;
+          then(() => {
+            timed({ rpc: 'transcribeStream', requestId: io.requestId, atMs, heardAt: at, sentAt: Date.now() });
+            return write(out);
+          });
+        } else then(() => write(out));
+      }
+      if (forceCommit && !committed) then(() => write({ case: 'committed', value: create(CommittedSchema, {}) }));
+    };
+    let transcriber: StreamTranscriber | null = null;
+    let stopped = false;
+    const stop = (err: unknown) => {
+      if (stopped) return;
+      stopped = true;
+      transcriber?.close();
+      ac.abort(err);
+      io.fail(err);
+      release();
+    };
+    return {
+      input(ev) {
+        if (ac.signal.aborted) return;
+        try {
+          if (ev.case === 'config') {
+            if (decoder || transcriber) throw invalid('config: only the first message may be a config');
+            checkTranscriptionModel(ev.value.model);
+            const enc = ev.value.input?.encoding || AudioEncoding.PCM_S16LE;
+            if (enc !== AudioEncoding.PCM_S16LE) throw invalid('config.input.encoding: TranscribeStream takes PCM_S16LE frames');
+            rateHz = ev.value.input?.sampleRateHz ?? 0;
+            if (rateHz < 8000 || rateHz > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000');
+            if (transcriptionProvider) transcriber = transcriptionProvider.stream(rateHz, ev.value.language, { signal: ac.signal }, (e) => send([e], false), stop);
+            else decoder = (o.streamRecognizer ?? createStreamRecognizer)(rateHz);
+          } else if (!decoder && !transcriber) {
+            throw invalid('config: the first message must be a config');
+          } else if (ev.case === 'audio') {
+            if (timed) {
+              heardMs += (ev.value.length / 2 / rateHz) * 1000;
+              arrivals.push([heardMs, Date.now()]);
+              if (arrivals.length > 256) dropped = arrivals.splice(0, 128)[127][0];
+            }
+            if (transcriber) transcriber.push(bytesToPcm(ev.value));
+            else send(decoder!.push(bytesToPcm(ev.value)), false);
+          } else if (ev.case === 'commit') {
+            if (transcriber) transcriber.commit();
+            else send(decoder!.flush(), true);
+          }
+        } catch (err) {
+          stop(err);
+        }
+      },
+      end() {
+        if (ac.signal.aborted) return;
+        if (decoder) send(decoder.flush(), false);
+        const rest = transcriber ? transcriber.end().then(() => chain) : chain;
+        rest.then(() => {
+          if (stopped) return;
+          stopped = true;
+          transcriber?.close();
+          io.done();
+          release();
+        }, (err) => stop(err));
+      },
+      cancel() {
+        stopped = true;
+        transcriber?.close();
+        if (!ac.signal.aborted) ac.abort(Object.assign(new Error('cancelled'), { name: 'AbortError' }));
+        release();
       },
     };
   }
@@ -481,109 +634,113 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     transcribeStream(call) {
       observe('transcribeStream', call.metadata);
       headersNow(call);
-      const ac = abortOn(call);
-      let release = () => {};
-      let decoder: StreamRecognizer | null = null;
-      let rateHz = 0;
-      const write = writer(call, ac.signal);
-      let chain = Promise.resolve();
-      // Timing (only when observed): when the audio up to each stream position arrived, for the
-      // last few seconds (end positions in ms, arrival times), and when each end of speech left.
-      const timed = o.onTiming;
-      let heardMs = 0;
-      const arrivals: [number, number][] = [];
-      // A position's arrival: the arrival of the piece holding it, less the audio after it in
-      // that piece; null when that piece is no longer kept (or not yet heard).
-      let dropped = 0; // the end of the last piece no longer kept
-      const heardAt = (atMs: number) => {
-        const i = arrivals.findIndex(([e]) => e >= atMs);
-        const start = i > 0 ? arrivals[i - 1][0] : dropped;
-        return i < 0 || start > atMs ? null : arrivals[i][1] - (arrivals[i][0] - atMs);
-      };
-      const send = (events: StreamEvent[], forceCommit: boolean) => {
-        let committed = false;
-        for (const ev of events) {
-          let out: TranscribeStreamResponse['event'];
-          if (ev.type === 'speech_started') out = { case: 'speechStarted', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
-          else if (ev.type === 'speech_ended') out = { case: 'speechEnded', value: create(SpeechEventSchema, { atMs: ev.atMs }) };
-          else if (ev.type === 'partial') out = { case: 'partial', value: ev.text };
-          else {
-            committed = true;
-            out = { case: 'committed', value: create(CommittedSchema, { text: ev.text, words: ev.words.map((w) => create(SegmentSchema, w)) }) };
-          }
-          const at = timed && ev.type === 'speech_ended' ? heardAt(ev.atMs) : null;
-          if (timed && at !== null && ev.type === 'speech_ended') {
-            const { atMs } = ev;
-            chain = chain.then(() => {
-              timed({ rpc: 'transcribeStream', requestId: requestIdOf(call.metadata), atMs, heardAt: at, sentAt: Date.now() });
-              return write(create(TranscribeStreamResponseSchema, { event: out }));
-            });
-          } else chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: out })));
-        }
-        if (forceCommit && !committed) chain = chain.then(() => write(create(TranscribeStreamResponseSchema, { event: { case: 'committed', value: create(CommittedSchema, {}) } })));
-      };
-      let transcriber: StreamTranscriber | null = null;
-      let stopped = false;
-      const stop = (err: unknown) => {
-        if (stopped) return;
-        stopped = true;
-        transcriber?.close();
-        ac.abort(err);
-        report(call, err);
-        release();
-      };
+      const write = writer(call, abortOn(call).signal);
+      let stream: RecognitionStream;
       try {
-        release = admit();
+        stream = recognitionStream({
+          requestId: requestIdOf(call.metadata),
+          write: (event) => (call.cancelled ? undefined : write(create(TranscribeStreamResponseSchema, { event }))),
+          fail: (err) => report(call, err),
+          done: () => call.end(),
+        });
       } catch (err) {
         report(call, err);
         return;
       }
-      call.on('data', (m) => {
-        if (ac.signal.aborted) return;
-        try {
-          const ev = m.event;
-          if (ev.case === 'config') {
-            if (decoder || transcriber) throw invalid('config: only the first message may be a config');
-            checkTranscriptionModel(ev.value.model);
-            const enc = ev.value.input?.encoding || AudioEncoding.PCM_S16LE;
-            if (enc !== AudioEncoding.PCM_S16LE) throw invalid('config.input.encoding: TranscribeStream takes PCM_S16LE frames');
-            rateHz = ev.value.input?.sampleRateHz ?? 0;
-            if (rateHz < 8000 || rateHz > 48000) throw invalid('config.input.sample_rate_hz: must be between 8000 and 48000');
-            if (transcriptionProvider) transcriber = transcriptionProvider.stream(rateHz, ev.value.language, { signal: ac.signal }, (e) => send([e], false), stop);
-            else decoder = (o.streamRecognizer ?? createStreamRecognizer)(rateHz);
-          } else if (!decoder && !transcriber) {
-            throw invalid('config: the first message must be a config');
-          } else if (ev.case === 'audio') {
-            if (timed) {
-              heardMs += (ev.value.length / 2 / rateHz) * 1000;
-              arrivals.push([heardMs, Date.now()]);
-              if (arrivals.length > 256) dropped = arrivals.splice(0, 128)[127][0];
+      call.on('data', (m) => stream.input(m.event));
+      call.on('end', () => stream.end());
+      call.on('cancelled', () => stream.cancel());
+    },
+
+    transcribeStreams(call) {
+      observe('transcribeStreams', call.metadata);
+      headersNow(call);
+      // Outputs of every stream, written as one message once the current I/O phase has run.
+      let outputs: TranscribeStreamsOutput[] = [];
+      let scheduled = false;
+      const flush = () => {
+        scheduled = false;
+        if (!outputs.length || call.cancelled || call.writableEnded) return;
+        const batch = outputs;
+        outputs = [];
+        call.write(create(TranscribeStreamsResponseSchema, { outputs: batch }));
+      };
+      const out = (stream: bigint, event: TranscribeStreamsOutput['event']) => {
+        outputs.push(create(TranscribeStreamsOutputSchema, { stream, event }));
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      };
+      const streams = new Map<bigint, RecognitionStream>();
+      /** Ids of streams that ended, so that a late input for one is not taken as a new stream. */
+      const ended = new Set<bigint>();
+      const close = (id: bigint) => {
+        streams.delete(id);
+        ended.add(id);
+      };
+      const status = (id: bigint, err: unknown) => {
+        if (ended.has(id)) return;
+        close(id);
+        const st = toStatus(err);
+        if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
+        out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
+      };
+      call.on('data', (m: TranscribeStreamsRequest) => {
+        for (const input of m.inputs) {
+          const id = input.stream;
+          const ev = input.event;
+          const stream = streams.get(id);
+          if (ev.case === 'open') {
+            if (stream || ended.has(id)) {
+              status(id, invalid('open: the stream is already open'));
+              continue;
             }
-            if (transcriber) transcriber.push(bytesToPcm(ev.value));
-            else send(decoder!.push(bytesToPcm(ev.value)), false);
-          } else if (ev.case === 'commit') {
-            if (transcriber) transcriber.commit();
-            else send(decoder!.flush(), true);
+            const open = ev.value;
+            observe('transcribeStream', streamMetadata(open.requestId, open.teamId, open.traceparent));
+            try {
+              const s = recognitionStream({
+                requestId: open.requestId,
+                write: (event) => out(id, event as TranscribeStreamsOutput['event']),
+                fail: (err) => status(id, err),
+                done: () => {
+                  if (ended.has(id)) return;
+                  close(id);
+                  out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
+                },
+              });
+              streams.set(id, s);
+              s.input({ case: 'config', value: open.config ?? create(TranscribeConfigSchema) });
+            } catch (err) {
+              status(id, err);
+            }
+          } else if (!stream) {
+            // An input for a stream that ended (a cancel crossing its status, audio after a
+            // failure) is dropped; one for an id never opened is an error of that stream.
+            if (!ended.has(id) && ev.case !== 'cancel') status(id, invalid('open: the first input of a stream must be open'));
+          } else if (ev.case === 'audio') stream.input(ev);
+          else if (ev.case === 'commit') stream.input(ev);
+          else if (ev.case === 'end') stream.end();
+          else if (ev.case === 'cancel') {
+            close(id);
+            stream.cancel();
           }
-        } catch (err) {
-          stop(err);
         }
       });
+      const stopAll = () => {
+        for (const [id, s] of streams) {
+          close(id);
+          s.cancel();
+        }
+      };
       call.on('end', () => {
-        if (ac.signal.aborted) return;
-        if (decoder) send(decoder.flush(), false);
-        const rest = transcriber ? transcriber.end().then(() => chain) : chain;
-        rest.then(() => {
-          if (stopped) return;
-          transcriber?.close();
-          call.end();
-          release();
-        }, (err) => stop(err));
+        // The caller half-closed the call: every open stream ends as if half-closed, then the call.
+        for (const s of streams.values()) s.end();
+        const finish = () => (streams.size ? setTimeout(finish, 10) : setImmediate(() => { flush(); if (!call.cancelled) call.end(); }));
+        finish();
       });
-      call.on('cancelled', () => {
-        transcriber?.close();
-        release();
-      });
+      call.on('cancelled', stopAll);
+      call.on('error', stopAll);
     },
 
     generate(call) {
@@ -751,7 +908,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         ],
         inputEncodings: [AudioEncoding.PCM_S16LE, AudioEncoding.WAV],
         limits: create(LimitsSchema, { maxTextChars: LIMITS.maxTextChars, maxAudioMs: LIMITS.maxAudioMs, maxConcurrentCalls: o.maxConcurrentCalls, maxMessageBytes: LIMITS.maxMessageBytes }),
-        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
+        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', ...(o.multiplexRecognition === false ? [] : ['TranscribeStreams']), 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
       }));
     },
 

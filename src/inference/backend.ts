@@ -40,6 +40,7 @@ import { ServiceError } from '../errors.ts';
 import { fromGrpcError } from './errors.ts';
 import { createGrpcClient, type InferenceGrpcClient } from './grpc-service.ts';
 import { Limiter } from './limiter.ts';
+import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
 
 /** Per-call options: cancellation, deadline and the metadata the backend receives. */
 export interface CallOptions {
@@ -77,6 +78,11 @@ export interface BackendOptions {
   /** Stream resets (cancellations) a connection sends at once (default 900) and per second after that (default 30). */
   resetBurst?: number;
   resetRatePerS?: number;
+  /**
+   * Realtime recognition streams share one TranscribeStreams call when the backend lists it in
+   * Capabilities (default true); false, or a backend without it: one TranscribeStream call each.
+   */
+  multiplex?: boolean;
 }
 
 export type SynthesizeInput = MessageInitShape<typeof SynthesizeRequestSchema>;
@@ -187,6 +193,9 @@ export class Backend {
   private readonly o: Required<BackendOptions>;
   private closed = false;
   private nextConn = 0;
+  /** Whether the backend offers TranscribeStreams (asked once, with the first recognition stream). */
+  private muxOffered: Promise<boolean> | null = null;
+  private mux: RecognitionMux | null = null;
 
   constructor(
     readonly address: string,
@@ -206,6 +215,7 @@ export class Backend {
       channels: 4,
       resetBurst: 900,
       resetRatePerS: 30,
+      multiplex: true,
       ...options,
     };
     this.limiter = new Limiter(this.o.maxConcurrentCalls, this.o.queueTimeoutMs);
@@ -476,8 +486,63 @@ export class Backend {
     };
   }
 
-  /** TranscribeStream: sends `config` first; audio frames and commits go in through the session. */
+  /** Streams of TranscribeStreams calls open now (0 when the backend does not offer it). */
+  get multiplexedStreams(): number {
+    return this.mux?.size ?? 0;
+  }
+
+  /** TranscribeStreams messages written so far and the stream inputs they carried. */
+  get multiplexedSent(): { messages: number; inputs: number } {
+    return { ...(this.mux?.sent ?? { messages: 0, inputs: 0 }) };
+  }
+
+  /**
+   * Whether the backend offers TranscribeStreams: asked of Capabilities once, in the background,
+   * with the first recognition stream. Streams that start before the answer use their own call
+   * (a session's recognizer must not wait a round trip more to open: a caller who speaks at once
+   * is heard only once it is open). A failed question is asked again with the next stream.
+   */
+  private muxKnown: boolean | null = null;
+
+  /** Resolves to whether recognition streams go over TranscribeStreams from now on (asking if needed). */
+  multiplexKnown(): Promise<boolean> {
+    if (!this.o.multiplex) return Promise.resolve(false);
+    if (this.muxKnown !== null) return Promise.resolve(this.muxKnown);
+    const asked = (this.muxOffered ??= this.capabilities().then((c) => c.rpcs.includes('TranscribeStreams')));
+    return asked.then(
+      (yes) => {
+        if (this.muxOffered === asked) this.muxKnown = yes;
+        return yes;
+      },
+      () => {
+        if (this.muxOffered === asked) this.muxOffered = null;
+        return false;
+      },
+    );
+  }
+
+  private recognitionMux(): RecognitionMux {
+    return (this.mux ??= new RecognitionMux({
+      acquire: (signal) => this.limiter.acquire(signal),
+      start: async () => {
+        const conn = this.pick();
+        await this.ready(conn);
+        conn.calls++;
+        const call = conn.client.transcribeStreams(new grpc.Metadata()) as unknown as MuxCall;
+        let done = false;
+        return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
+      },
+      unimplemented: () => { this.muxKnown = false; },
+    }));
+  }
+
+  /**
+   * TranscribeStream: sends `config` first; audio frames and commits go in through the session.
+   * Over a TranscribeStreams call shared with other streams when the backend offers it.
+   */
   async transcribeStream(config: TranscribeConfigInput, o: CallOptions = {}): Promise<TranscriptionSession> {
+    if (this.muxKnown) return this.recognitionMux().open(config, o);
+    if (this.muxKnown === null) void this.multiplexKnown();
     const { conn, release } = await this.begin(o);
     const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
@@ -593,6 +658,7 @@ export class Backend {
 
   close(): void {
     this.closed = true;
+    this.mux?.close();
     for (const c of this.conns) {
       this.drainDeferred(c); // closing: what waits for budget is reset now
       c.client.close();

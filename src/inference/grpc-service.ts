@@ -17,6 +17,8 @@ export type Out<K extends keyof Methods> = MessageShape<Methods[K]['output']>;
 function serializer<D extends DescMessage>(desc: D) {
   const frame = bytesFrameEncoder(desc) ?? leadingBytesEncoder(desc);
   return (msg: MessageShape<D>): Buffer => {
+    // A message its caller encoded itself (TranscribeStreams batches: src/inference/recognition-mux.ts).
+    if (Buffer.isBuffer(msg)) return msg;
     const fast = frame?.(msg);
     if (fast) return fast;
     const bytes = toBinary(desc, msg);
@@ -142,6 +144,7 @@ export interface InferenceServiceHandlers extends grpc.UntypedServiceImplementat
   // does so for a method missing from the implementation object).
   designVoice: grpc.handleUnaryCall<In<'designVoice'>, Out<'designVoice'>>;
   saveVoice: grpc.handleUnaryCall<In<'saveVoice'>, Out<'saveVoice'>>;
+  transcribeStreams: grpc.handleBidiStreamingCall<In<'transcribeStreams'>, Out<'transcribeStreams'>>;
 }
 
 /** A raw grpc-js client of the service (one channel). The platform's client wraps it. */
@@ -150,6 +153,8 @@ export interface InferenceGrpcClient extends grpc.Client {
   synthesizeStream(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'synthesizeStream'>, Out<'synthesizeStream'>>;
   transcribe(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'transcribe'>>): grpc.ClientWritableStream<In<'transcribe'>>;
   transcribeStream(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStream'>, Out<'transcribeStream'>>;
+  /** Takes messages or their wire form already encoded (a Buffer: see `serializer`). */
+  transcribeStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStreams'> | Buffer, Out<'transcribeStreams'>>;
   generate(req: In<'generate'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'generate'>>;
   capabilities(req: In<'capabilities'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'capabilities'>>): grpc.ClientUnaryCall;
   health(req: In<'health'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'health'>>): grpc.ClientUnaryCall;

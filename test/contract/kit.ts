@@ -16,6 +16,8 @@ import {
   SynthesizeStreamRequestSchema,
   TranscribeRequestSchema,
   TranscribeStreamRequestSchema,
+  TranscribeStreamsRequestSchema,
+  TranscribeStreamsInputSchema,
   GenerateRequestSchema,
   CapabilitiesRequestSchema,
   DesignVoiceRequestSchema,
@@ -31,6 +33,7 @@ import {
   type Segment,
   type SynthesizeStreamResponse,
   type TranscribeStreamResponse,
+  type TranscribeStreamsResponse,
   type GenerateResponse,
   type TranscribeResponse,
   type HealthResponse,
@@ -412,6 +415,59 @@ export const checks: Check[] = [
         const ended = msgs.findIndex((m) => m.event.case === 'speechEnded');
         expect(started >= 0 && ended > started, 'speech_started then speech_ended expected');
       }
+    },
+  },
+  {
+    name: 'TranscribeStreams (when listed): streams on one call are each their own; a cancel or failure ends one stream only',
+    async run(ctx) {
+      type Ev = MessageInitShape<typeof TranscribeStreamsInputSchema>['event'];
+      if (!ctx.caps.rpcs.includes('TranscribeStreams')) return;
+      const s = await synth(ctx, 'Hello realtime world.');
+      expect(!s.error, `Synthesize failed: ${s.error?.details}`);
+      const pcm = pcmOf(s.msgs);
+      const rate = s.msgs[0].sampleRateHz;
+      const call = ctx.client.transcribeStreams(md());
+      const w = (...inputs: [number, Ev][]) =>
+        call.write(create(TranscribeStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+      const config = { input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: rate } };
+      // Streams 1 and 2 hear the sentence; 3 is cancelled half way; 4 has a bad configuration.
+      w([1, { case: 'open', value: { config, requestId: 'contract-1' } }], [2, { case: 'open', value: { config } }], [3, { case: 'open', value: { config } }]);
+      w([4, { case: 'open', value: { config: { input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: 1 } } } }]);
+      const frame = Math.round(rate * 0.04) * 2;
+      const silence = new Uint8Array(Math.round(rate * 0.5) * 2);
+      w([1, { case: 'audio', value: silence }], [2, { case: 'audio', value: silence }], [3, { case: 'audio', value: silence }]);
+      for (let i = 0; i < pcm.length; i += frame) {
+        const piece = pcm.subarray(i, i + frame);
+        if (i === frame * 4) w([3, { case: 'cancel', value: {} }]);
+        w([1, { case: 'audio', value: piece }], [2, { case: 'audio', value: piece }], ...(i < frame * 4 ? [[3, { case: 'audio', value: piece }] as [number, Ev]] : []));
+      }
+      w([1, { case: 'audio', value: silence }], [1, { case: 'end', value: {} }], [2, { case: 'audio', value: silence }], [2, { case: 'end', value: {} }]);
+      // The call stays open until both streams have their status, then half-closes.
+      const byStream = new Map<number, TranscribeStreamsResponse['outputs']>();
+      const statuses = new Map<number, { code: number; message: string }>();
+      const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+        call.on('data', (m: TranscribeStreamsResponse) => {
+          for (const o of m.outputs) {
+            const id = Number(o.stream);
+            byStream.set(id, [...(byStream.get(id) ?? []), o]);
+            if (o.event.case === 'status') statuses.set(id, o.event.value);
+          }
+          if (statuses.has(1) && statuses.has(2) && statuses.has(4)) call.end();
+        });
+        call.on('error', resolve);
+        call.on('status', (st: grpc.StatusObject) => resolve(st.code === grpc.status.OK ? null : (st as unknown as grpc.ServiceError)));
+      });
+      expect(!error, `TranscribeStreams failed: ${error?.details}`);
+      for (const id of [1, 2]) {
+        const outs = byStream.get(id) ?? [];
+        expect(statuses.get(id)?.code === grpc.status.OK, `stream ${id} must end OK, got ${JSON.stringify(statuses.get(id))}`);
+        expect(outs[outs.length - 1].event.case === 'status', `stream ${id}: the status must come last`);
+        const text = outs.flatMap((o) => (o.event.case === 'committed' ? [o.event.value.text] : [])).join('');
+        expect(text.length > 0, `stream ${id}: no committed text`);
+        if (ctx.opts.exactRoundTrip) expect(text === 'Hello realtime world.', `stream ${id} committed "${text}"`);
+      }
+      expect(!statuses.has(3), 'a cancelled stream gets no status');
+      expect(statuses.get(4)?.code === grpc.status.INVALID_ARGUMENT, `a bad configuration fails its stream INVALID_ARGUMENT, got ${JSON.stringify(statuses.get(4))}`);
     },
   },
   {

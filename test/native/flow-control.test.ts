@@ -3,7 +3,7 @@
 // made it wait for window updates while recognition fell behind the audio.
 import http2 from 'node:http2';
 import t from 'tap';
-import { CONNECTION_WINDOW_BYTES, startBackend } from '../../native/server.ts';
+import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES, startBackend } from '../../native/server.ts';
 
 t.test('a client of the native backend may send CONNECTION_WINDOW_BYTES on a connection before a window update', async (t) => {
   const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic' });
@@ -19,5 +19,8 @@ t.test('a client of the native backend may send CONNECTION_WINDOW_BYTES on a con
   // The window update follows the server's SETTINGS frame: wait until the client has read it.
   for (let i = 0; i < 100 && (session.state.remoteWindowSize ?? 0) <= 65_535; i++) await new Promise((r) => setTimeout(r, 10));
   t.equal(session.state.remoteWindowSize, CONNECTION_WINDOW_BYTES, 'the connection window the client sees');
-  t.equal(session.remoteSettings.initialWindowSize, 65_535, 'each stream keeps HTTP/2\'s default window');
+  // Each stream's window: STREAM_WINDOW_BYTES, for the one TranscribeStreams call that carries
+  // every session's caller audio (docs/inference.md).
+  for (let i = 0; i < 100 && session.remoteSettings.initialWindowSize !== STREAM_WINDOW_BYTES; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(session.remoteSettings.initialWindowSize, STREAM_WINDOW_BYTES, 'each stream may carry STREAM_WINDOW_BYTES before a window update');
 });
