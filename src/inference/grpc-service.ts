@@ -87,7 +87,8 @@ function leadingBytesEncoder(desc: DescMessage): ((msg: unknown) => Buffer | nul
   };
 }
 
-function varintLength(v: number): number {
+/** Bytes of `v` as a protobuf varint. */
+export function varintLength(v: number): number {
   let n = 1;
   while (v >= 0x80) {
     v = Math.floor(v / 128);
@@ -96,7 +97,8 @@ function varintLength(v: number): number {
   return n;
 }
 
-function writeVarint(out: Buffer, at: number, v: number): number {
+/** Writes `v` as a protobuf varint at `at`; returns the offset after it. */
+export function writeVarint(out: Buffer, at: number, v: number): number {
   while (v >= 0x80) {
     out[at++] = (v & 0x7f) | 0x80;
     v = Math.floor(v / 128);

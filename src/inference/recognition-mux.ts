@@ -27,6 +27,7 @@ import {
 } from '../gen/inference/v1/inference_pb.ts';
 import { ServiceError } from '../errors.ts';
 import { fromGrpcError } from './errors.ts';
+import { varintLength, writeVarint } from './grpc-service.ts';
 import type { CallOptions, TranscribeConfigInput, TranscriptionSession } from './backend.ts';
 
 /** A TranscribeStreams call as grpc-js gives it (messages written as their encoded bytes). */
@@ -339,22 +340,4 @@ export class RecognitionMux {
     this.closed = true;
     this.call?.cancel();
   }
-}
-
-function varintLength(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function writeVarint(out: Buffer, at: number, v: number): number {
-  while (v >= 0x80) {
-    out[at++] = (v & 0x7f) | 0x80;
-    v = Math.floor(v / 128);
-  }
-  out[at++] = v;
-  return at;
 }

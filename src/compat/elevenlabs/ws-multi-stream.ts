@@ -31,7 +31,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { HttpApp } from '../../http/app.ts';
 import { ELEVENLABS_BASE } from './common.ts';
 import type { SpeechContext } from './ws-speech-context.ts';
-import { abortError, errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession } from './ws-socket.ts';
+import { errorFrame, LazyAbort, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession } from './ws-socket.ts';
 import {
   acceptTtsSocket,
   bufferOverflow,
@@ -57,13 +57,8 @@ interface Entry {
 
 /** One `multi-stream-input` connection. */
 export class MultiStreamSession implements SocketSession {
-  /**
-   * Made on first use: a socket that never sends its first message (an idle crowd) needs no
-   * controller and no abort at its close (docs/reliability.md, "Slow clients", "Under load").
-   */
-  private ac: AbortController | null = null;
-  /** Why the socket was aborted before anything asked for its signal. */
-  private abortedFor: string | null = null;
+  /** The socket's cancellation (its controller made on first use). */
+  private readonly cancel = new LazyAbort();
   private chain: Promise<void> = Promise.resolve();
   private principal: Principal | undefined;
   private readonly contexts = new Map<string, Entry>();
@@ -81,26 +76,13 @@ export class MultiStreamSession implements SocketSession {
     if (state.formatError) this.fail(state.formatError);
   }
 
-  private signal(): AbortSignal {
-    if (!this.ac) {
-      this.ac = new AbortController();
-      if (this.abortedFor !== null) this.ac.abort(abortError(this.abortedFor));
-    }
-    return this.ac.signal;
-  }
-
-  private abort(message: string): void {
-    if (this.ac) this.ac.abort(abortError(message));
-    else this.abortedFor ??= message;
-  }
-
   onMessage(text: string): void {
     if (this.socket.closed || this.ending) return;
     this.chain = this.chain.then(() => this.handle(text)).catch((err) => this.fail(err));
   }
 
   onClose(): void {
-    this.abort('client closed');
+    this.cancel.abort('client closed');
     for (const e of [...this.contexts.values(), ...this.closing]) this.settle(e, 'cancelled');
     this.contexts.clear();
     this.closing.clear();
@@ -149,7 +131,7 @@ export class MultiStreamSession implements SocketSession {
     const ctx = await openSpeechContext(this.deps, this.state, msg, {
       teamId: this.principal!.teamId,
       requestId: this.requestId,
-      signal: this.signal(),
+      signal: this.cancel.signal(),
       span: SPAN,
       contextId,
       send: (f) => this.socket.send(f),

@@ -262,3 +262,27 @@ export function errorFrame(err: unknown): { error: string; code: number } {
 export function abortError(message: string): Error {
   return Object.assign(new Error(message), { name: 'AbortError' });
 }
+
+/**
+ * A socket's cancellation, its `AbortController` made on first use: a socket that never sends
+ * its first message (an idle crowd) needs no controller and no abort at its close
+ * (docs/reliability.md, "Slow clients", "Under load"). An abort before the first `signal()`
+ * is remembered and the signal comes out aborted.
+ */
+export class LazyAbort {
+  private ac: AbortController | null = null;
+  private abortedFor: string | null = null;
+
+  signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      if (this.abortedFor !== null) this.ac.abort(abortError(this.abortedFor));
+    }
+    return this.ac.signal;
+  }
+
+  abort(message: string): void {
+    if (this.ac) this.ac.abort(abortError(message));
+    else this.abortedFor ??= message;
+  }
+}

@@ -44,7 +44,7 @@ import { authenticateKey, ELEVENLABS_BASE, ElevenLabsError, nativeParams, parseE
 import { elevenLabsTtsSchema, translateTts } from './tts.ts';
 import { DEFAULT_CHUNK_SCHEDULE, SpeechContext, TEXT_BUFFER_LIMIT_BYTES } from './ws-speech-context.ts';
 import { authenticateKeyOrToken, type KeyIsLive } from './tokens.ts';
-import { abortError, errorFrame, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
+import { errorFrame, LazyAbort, INACTIVITY_CLOSE, LIFETIME_CLOSE, mountJsonSocket, type JsonSocket, type SocketSession, type SocketTimers, type UpgradeRequest } from './ws-socket.ts';
 
 export interface TtsSocketDeps {
   tts: TtsService;
@@ -215,13 +215,8 @@ const SPAN = `wss ${ELEVENLABS_BASE}/v1/text-to-speech/{voice_id}/stream-input`;
 
 /** One `stream-input` connection. */
 export class StreamInputSession implements SocketSession {
-  /**
-   * Made on first use: a socket that never sends its first message (an idle crowd) needs no
-   * controller and no abort at its close (docs/reliability.md, "Slow clients", "Under load").
-   */
-  private ac: AbortController | null = null;
-  /** Why the socket was aborted before anything asked for its signal. */
-  private abortedFor: string | null = null;
+  /** The socket's cancellation (its controller made on first use). */
+  private readonly cancel = new LazyAbort();
   private chain: Promise<void> = Promise.resolve();
   private ctx: SpeechContext | null = null;
   private ending = false;
@@ -236,26 +231,13 @@ export class StreamInputSession implements SocketSession {
     if (state.formatError) this.fail(state.formatError);
   }
 
-  private signal(): AbortSignal {
-    if (!this.ac) {
-      this.ac = new AbortController();
-      if (this.abortedFor !== null) this.ac.abort(abortError(this.abortedFor));
-    }
-    return this.ac.signal;
-  }
-
-  private abort(message: string): void {
-    if (this.ac) this.ac.abort(abortError(message));
-    else this.abortedFor ??= message;
-  }
-
   onMessage(text: string): void {
     if (this.socket.closed || this.ending) return;
     this.chain = this.chain.then(() => this.handle(text)).catch((err) => this.fail(err));
   }
 
   onClose(): void {
-    this.abort('client closed');
+    this.cancel.abort('client closed');
     this.settle('cancelled');
   }
 
@@ -282,7 +264,7 @@ export class StreamInputSession implements SocketSession {
       this.ctx = await openSpeechContext(this.deps, this.state, msg, {
         teamId: principal.teamId,
         requestId: this.requestId,
-        signal: this.signal(),
+        signal: this.cancel.signal(),
         span: SPAN,
         send: (f) => this.socket.send(f),
         onError: (err) => this.fail(err),
@@ -330,7 +312,7 @@ export class StreamInputSession implements SocketSession {
 
   private close(code: number, reason: string): void {
     this.socket.end(code, reason);
-    this.abort('closed');
+    this.cancel.abort('closed');
   }
 
   private settle(outcome: 'done' | 'cancelled' | 'failed', error?: { status: number; message: string }): void {
