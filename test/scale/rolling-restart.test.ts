@@ -112,8 +112,15 @@ t.test('a rolling restart of one node while sessions run on both loses no sessio
   const ended = async () => new Set(receiver.requests.map((r) => JSON.parse(r.body)).filter((e) => e.event === 'call.ended').map((e) => e.session?.id));
   for (let i = 0; i < 500 && (await ended()).size < sessions.length; i++) await sleep(20);
   t.same([...(await ended())].sort(), sessions.map((s) => s.id).sort(), 'a call.ended webhook arrived for every session');
+  // The receiver may hold the request before the sending node writes its
+  // delivery row (the row follows the response), so read the log until it does.
+  const delivered = (d: any) => d.body.deliveries?.some((x: any) => x.event === 'call.ended' && x.status === 'delivered');
   for (const s of sessions) {
-    const d = await req(a2, 'GET', `/v1/agent/sessions/${s.id}/webhook-deliveries`);
-    t.ok(d.body.deliveries.some((x: any) => x.event === 'call.ended' && x.status === 'delivered'), `delivery log of ${s.id}: call.ended delivered`);
+    let d = await req(a2, 'GET', `/v1/agent/sessions/${s.id}/webhook-deliveries`);
+    for (let i = 0; i < 250 && !delivered(d); i++) {
+      await sleep(20);
+      d = await req(a2, 'GET', `/v1/agent/sessions/${s.id}/webhook-deliveries`);
+    }
+    t.ok(delivered(d), `delivery log of ${s.id}: call.ended delivered`);
   }
 });
