@@ -66,7 +66,9 @@ t.test('1,500 streams cancelled at once on one connection: the connection and it
 
 t.test('a pool of connections: a burst across the default pool leaves every call working', async (t) => {
   const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic' });
-  const client = createInferenceClient({ nativeAddress: backend.address, backends: '', backend: { maxConcurrentCalls: 2000 } });
+  // 1,200 calls wait for the pool's connections at once: on a loaded machine that took longer
+  // than the default 1.5 s connect deadline (CI, load 13). The connect time is not this test's.
+  const client = createInferenceClient({ nativeAddress: backend.address, backends: '', backend: { maxConcurrentCalls: 2000, connectTimeoutMs: 15_000 } });
   t.teardown(async () => {
     await client.close();
     await backend.close();
