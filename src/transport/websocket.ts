@@ -122,8 +122,8 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
   /**
    * Everything a socket is sent, agent audio and JSON messages, is written once the code that
    * handed it over has run (a microtask), all of it in one socket write, in the order of the
-   * calls: the frames a session's pacing tick hands over back to back (two 20 ms frames per
-   * 40 ms tick, actors/playout.ts) with the transcript of the words they complete, a turn's
+   * calls: the frames a session's pacing tick hands over back to back (four 20 ms frames per
+   * 80 ms tick, actors/playout.ts) with the transcript of the words they complete, a turn's
    * metrics with its `speaking` state, a final transcript with the next state. The frames stay
    * separate 20 ms messages. A socket write per frame, then per JSON message, were the largest
    * costs of a talking session on the platform's thread (bench/README.md, tenth and fifteenth
