@@ -14,9 +14,9 @@
  * queued, not on a timer per session: with hundreds of sessions speaking at once, a timer per
  * session per frame cost more than the frames themselves. A frame leaves on the first tick at
  * which it is due, so it is sent between `leadMs` and `leadMs - tickMs` ahead of its play time.
- * The tick (40 ms) is two frames (20 ms): each tick hands a session's due frames over back to
- * back, which the websocket transport writes to the socket in one go (one write per 40 ms, not
- * per frame: bench/README.md, tenth pass); the frames themselves stay 20 ms.
+ * The tick (80 ms) is four frames (20 ms): each tick hands a session's due frames over back to
+ * back, which the websocket transport writes to the socket in one go (one write per 80 ms, not
+ * per frame: bench/README.md, tenth and fifteenth passes); the frames themselves stay 20 ms.
  */
 import type { Clock } from './clock.ts';
 import { SESSION_SAMPLE_RATE_HZ } from './types.ts';
@@ -64,7 +64,7 @@ function pacingTick(clock: Clock, periodMs: number): PacingTick {
 
 export interface PlayoutOptions {
   frameMs?: number;
-  /** How often due frames are sent (default 40 ms, two frames). */
+  /** How often due frames are sent (default 80 ms, four frames). */
   tickMs?: number;
   leadMs?: number;
   highWaterMs?: number;
@@ -94,8 +94,8 @@ export class Playout {
     o: PlayoutOptions = {},
   ) {
     this.frameMs = o.frameMs ?? 20;
-    const tickMs = o.tickMs ?? 2 * this.frameMs;
-    // Sent 40–80 ms ahead with the defaults: the same 40 ms of cover as one frame per tick had.
+    const tickMs = o.tickMs ?? 4 * this.frameMs;
+    // Sent 40–120 ms ahead with the defaults: the same 40 ms of cover as one frame per tick had.
     this.leadMs = o.leadMs ?? 40 + tickMs;
     this.frameBytes = this.frameMs * BYTES_PER_MS;
     this.highWaterBytes = (o.highWaterMs ?? 300) * BYTES_PER_MS;

@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--settle-seconds 3] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -16,7 +16,10 @@
  *
  * Three phases: `--baseline-sessions` (20) sessions talk alone for `--baseline-seconds` (20); then
  * the rest connect and every session is idle (connected, sending nothing: a muted microphone),
- * for the idle memory figure; then all N talk for `--seconds`.
+ * for the idle memory figure; then all N talk for `--seconds`, measured from `--settle-seconds`
+ * (3) after they start (each has had time to ask; with 30 or more, V8 has also compiled the paths
+ * that 300 sessions make hot, whose optimizing compilations otherwise take ~10 % of the
+ * platform's CPU in a 20 s window: bench/README.md, fifteenth pass (b)).
  *
  * The headline is what a caller hears: `caller_turn_latency_ms`, timed by the callers on their
  * own clock from the last audio of their question leaving to the first agent audio arriving,
@@ -206,6 +209,7 @@ async function main() {
   const n = arg('sessions', 200);
   const seconds = arg('seconds', 30);
   const creationSeconds = arg('creations-seconds', 5);
+  const settleSeconds = arg('settle-seconds', 3);
   const key = `pk_bench_${randomBytes(16).toString('hex')}`;
   const backendCount = Math.max(1, Math.min(3, arg('backends', 1)));
   // --light-backend: bench/light-backend.ts (the same service, recognition by sound detection of
@@ -393,7 +397,7 @@ async function main() {
   }
   // Phase 3: every session talks; the measured window starts once each has had time to ask.
   await ask({ type: 'talk', count: n }, 'talking');
-  await sleep(3000);
+  await sleep(settleSeconds * 1000);
   timelines.length = 0;
   await ask({ type: 'measure' }, 'measuring');
   // --cpu-profile <file>: a V8 CPU profile of the platform's thread over the measured window only
@@ -510,7 +514,7 @@ async function main() {
   const idleHere = rest.held * share;
   const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds}${settleSeconds !== 3 ? ` --settle-seconds ${settleSeconds}` : ''} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
     // The headline: what a caller hears (timed by the callers on their own clock, from the last
     // audio of their question leaving to the first agent audio arriving) with N sessions talking,
     // beside the same with `baseline_sessions` talking alone; and what a talking session costs.

@@ -61,8 +61,11 @@ interface UserData {
   inStart: number;
   /** Closes the socket 4008 when its client stops reading (`stallWatch`). */
   stall?: ReturnType<typeof stallWatch>;
-  /** Agent audio frames handed over and not yet written (`writeAudio`), and the socket's handle. */
-  out: Uint8Array[];
+  /**
+   * What was handed over for this socket and not yet written (`writeOut`), in order: agent audio
+   * frames, and JSON messages as their text. And the socket's handle.
+   */
+  out: (Uint8Array | string)[];
   ws?: uws.WebSocket<UserData>;
 }
 
@@ -117,38 +120,57 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
   const relayed = new Set<UserData>();
   let relaysClosed: (() => void) | undefined;
   /**
-   * Agent audio is written once the code that handed it over has run (a microtask): the frames
-   * a session's pacing tick hands over back to back (two 20 ms frames per 40 ms tick,
-   * actors/playout.ts) leave in one socket write, as separate 20 ms messages. A socket write
-   * per frame was the largest single cost of a talking session (bench/README.md, tenth pass).
-   * A JSON message writes the socket's pending audio first: the order on the wire is the order
-   * of the calls.
+   * Everything a socket is sent, agent audio and JSON messages, is written once the code that
+   * handed it over has run (a microtask), all of it in one socket write, in the order of the
+   * calls: the frames a session's pacing tick hands over back to back (four 20 ms frames per
+   * 80 ms tick, actors/playout.ts) with the transcript of the words they complete, a turn's
+   * metrics with its `speaking` state, a final transcript with the next state. The frames stay
+   * separate 20 ms messages. A socket write per frame, then per JSON message, were the largest
+   * costs of a talking session on the platform's thread (bench/README.md, tenth and fifteenth
+   * passes).
    */
   let pending: UserData[] = [];
-  const writeAudio = (d: UserData) => {
+  const writeOut = (d: UserData) => {
     const frames = d.out;
     if (frames.length === 0) return;
     d.out = [];
     // A closed socket's handle is invalid (uWS throws on any use of it).
     const ws = d.ws;
     if (d.closed || !ws) return;
-    if (ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES) {
-      d.stall?.behind();
+    // Audio is dropped while the client is behind; JSON messages are always queued.
+    const behind = ws.getBufferedAmount() > AUDIO_HIGH_WATER_BYTES;
+    let json = false;
+    let dropped = 0;
+    ws.cork(() => {
+      for (const f of frames) {
+        if (typeof f === 'string') {
+          ws.send(f, false);
+          json = true;
+        } else if (behind) dropped++;
+        else ws.send(f, true);
+      }
+    });
+    if (dropped > 0) {
       const before = droppedOut;
-      droppedOut += frames.length;
+      droppedOut += dropped;
       // Warned at the first drop and every 1,024 after it.
       if (Math.floor((before - 1) / 1024) !== Math.floor((droppedOut - 1) / 1024)) log.warn({ dropped: droppedOut }, 'websocket client too slow: agent audio frames dropped');
-      return;
     }
-    d.stall?.caughtUp();
-    ws.cork(() => {
-      for (const f of frames) ws.send(f, true);
-    });
+    // JSON backs up too when no audio flows (a silent agent, text-only replies): past the mark it
+    // starts the stall clock, so a client that reads nothing is closed 4008 rather than have its
+    // messages dropped at uWS's 4 MiB.
+    if (json) d.stall?.sent(ws.getBufferedAmount(), AUDIO_HIGH_WATER_BYTES);
+    else if (behind) d.stall?.behind();
+    else d.stall?.caughtUp();
   };
-  const writeAllAudio = () => {
+  const writeAll = () => {
     const sockets = pending;
     pending = [];
-    for (const d of sockets) writeAudio(d);
+    for (const d of sockets) writeOut(d);
+  };
+  const queue = (d: UserData, f: Uint8Array | string) => {
+    if (d.out.push(f) > 1) return;
+    if (pending.push(d) === 1) queueMicrotask(writeAll);
   };
   http.ws<UserData>(CONNECT_PATH, {
     compression: 0,
@@ -170,6 +192,8 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       d.ws = ws;
       const refuse = (code: number, reason: string) => {
         if (!d.closed) {
+          // What was handed over before the close goes first (`session.ended` before 1000).
+          writeOut(d);
           d.closed = true;
           ws.cork(() => ws.end(code, reason));
         }
@@ -177,18 +201,12 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
       const link: ClientLink = {
         message(m) {
           if (d.closed) return;
-          if (d.out.length > 0) writeAudio(d);
-          ws.cork(() => ws.send(JSON.stringify(m), false));
-          // JSON backs up too when no audio flows (a silent agent, text-only replies): past
-          // the mark it starts the stall clock, so a client that reads nothing is closed 4008
-          // rather than have its messages dropped at uWS's 4 MiB.
-          d.stall?.sent(ws.getBufferedAmount(), AUDIO_HIGH_WATER_BYTES);
+          queue(d, JSON.stringify(m));
         },
         audio(pcm) {
           if (d.closed) return;
           // The frame is not copied: queued agent audio is never written to (actors/playout.ts).
-          if (d.out.push(pcm) > 1) return;
-          if (pending.push(d) === 1) queueMicrotask(writeAllAudio);
+          queue(d, pcm);
         },
         close(code, reason) { refuse(code, reason); },
       };
