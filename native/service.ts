@@ -643,7 +643,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
       };
       /** A stream: its synthesis, the audio bytes it may still send, and a write waiting for credit. */
-      interface Open { s: SynthesisStream; credit: number; wake: (() => void) | null; stopped: boolean }
+      interface Open { s: SynthesisStream; credit: number; waiting: (() => void)[]; stopped: boolean }
       const streams = new Map<bigint, Open>();
       const ended = new Set<bigint>();
       const close = (id: bigint) => {
@@ -652,7 +652,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         ended.add(id);
         if (st) {
           st.stopped = true;
-          st.wake?.();
+          for (const w of st.waiting.splice(0)) w();
         }
       };
       const status = (id: bigint, err: unknown) => {
@@ -675,14 +675,14 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
             }
             const v = ev.value;
             observe('synthesizeStream', streamMetadata(v.requestId, v.teamId, v.traceparent));
-            const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, wake: null, stopped: false };
+            const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, waiting: [], stopped: false };
             st.s = synthesisStream({
               requestId: v.requestId,
               deadline: undefined,
               write: async (event) => {
                 if (event.case === 'chunk' && event.value.audio.length) {
                   // Held back until the caller grants credit (a chunk may overrun what is left).
-                  while (st.credit <= 0 && !st.stopped) await new Promise<void>((r) => (st.wake = r));
+                  while (st.credit <= 0 && !st.stopped) await new Promise<void>((r) => st.waiting.push(r));
                   st.credit -= event.value.audio.length;
                 }
                 if (st.stopped) throw stopped();
@@ -706,9 +706,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           else if (ev.case === 'flush') open.s.input(ev);
           else if (ev.case === 'credit') {
             open.credit += ev.value;
-            const w = open.wake;
-            open.wake = null;
-            w?.();
+            for (const w of open.waiting.splice(0)) w();
           } else if (ev.case === 'end') open.s.end();
           else if (ev.case === 'cancel') {
             close(id);
