@@ -12,8 +12,9 @@
  * - Synthesis: the synthetic engine, each distinct text synthesized once and served from memory
  *   after (the agent answers the same text every turn).
  *
- * The platform sees the same calls, messages and sizes as with the native backend; only the
- * backend's own CPU time shrinks. The bench starts it with `spawnNativeBackend({ entry })`: it
+ * The platform sees the same calls, messages and sizes as with the native backend (it offers
+ * TranscribeStreams and SynthesizeStreams, credit included, as that is the service it runs);
+ * only the backend's own CPU time shrinks. The bench starts it with `spawnNativeBackend({ entry })`: it
  * listens on BACKEND_ADDRESS and prints the native backend's ready line.
  *
  *   BENCH_PHRASE='What time is it?' BENCH_PHRASE_MS=1800 node --import tsx bench/light-backend.ts

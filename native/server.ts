@@ -56,6 +56,8 @@ export interface BackendOptions {
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   /** Lists TranscribeStreams in Capabilities (default true): see ServiceOptions.multiplexRecognition. */
   multiplexRecognition?: boolean;
+  /** Lists SynthesizeStreams in Capabilities (default true): see ServiceOptions.multiplexSynthesis. */
+  multiplexSynthesis?: boolean;
   /** Provider engines (docs/providers.md). Default: from the environment (PARLEY_LLM_PROVIDER, …). */
   providers?: ProvidersConfig;
   /** Where settings not given here are read from. Default process.env. */
@@ -152,6 +154,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     recognize: (pcm, rate) => synthetic.recognize(pcm, rate),
     streamRecognizer: opts.streamRecognizer,
     multiplexRecognition: opts.multiplexRecognition,
+    multiplexSynthesis: opts.multiplexSynthesis,
     pacing: {
       timeToFirstAudioMs: opts.timeToFirstAudioMs ?? cfg.timeToFirstAudioMs,
       mode: opts.pacing ?? cfg.pacing,

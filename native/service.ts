@@ -21,7 +21,11 @@ import {
   SegmentSchema,
   ServingStatus,
   SpeechEventSchema,
+  FlushSchema,
+  SynthesizeRequestSchema,
   SynthesizeStreamResponseSchema,
+  SynthesizeStreamsOutputSchema,
+  SynthesizeStreamsResponseSchema,
   ToolCallSchema,
   TranscribeResponseSchema,
   TranscribeStreamResponseSchema,
@@ -34,6 +38,10 @@ import {
   type AudioChunk,
   type DesignVoiceRequest,
   type SynthesizeRequest,
+  type SynthesizeStreamRequest,
+  type SynthesizeStreamResponse,
+  type SynthesizeStreamsOutput,
+  type SynthesizeStreamsRequest,
   type TranscribeConfig,
   type TranscribeStreamResponse,
   type TranscribeStreamRequest,
@@ -76,6 +84,16 @@ interface RecognitionStream {
   cancel(): void;
 }
 
+/** One live synthesis stream as its call (or its SynthesizeStreams stream) drives it. */
+interface SynthesisStream {
+  /** A request event: the config (first), text, flush. */
+  input(ev: SynthesizeStreamRequest['event']): void;
+  /** Half-close: what is left is spoken, then `done`. */
+  end(): void;
+  /** The caller gave up: stops without a status. */
+  cancel(): void;
+}
+
 /** A realtime recognizer: PCM pushed in pieces of any size, events out (see StreamDecoder). */
 export type StreamRecognizer = ReturnType<typeof createStreamRecognizer>;
 
@@ -92,6 +110,8 @@ export interface ServiceOptions {
    * handler still answers, as the contract allows for an unlisted RPC a caller tries anyway).
    */
   multiplexRecognition?: boolean;
+  /** Offers SynthesizeStreams (many synthesis streams over one call) in Capabilities (default true); as multiplexRecognition. */
+  multiplexSynthesis?: boolean;
   /** The realtime recognizer of each TranscribeStream call (default: the synthetic engine's). */
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   pacing: Pacing;
@@ -267,10 +287,10 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
   const headersNow = (call: { sendMetadata(m: grpc.Metadata): void }) => call.sendMetadata(new grpc.Metadata());
 
   /** A speaker for a call served by the speech provider: its own live socket, or a request per segment. */
-  function providerSpeaker(call: { getDeadline(): grpc.Deadline }, ac: AbortController, opts: ReturnType<typeof speechConfig>['opts'], chunkLength: number, write: (c: AudioChunk) => Promise<void>, live: boolean): LiveSpeaker {
+  function providerSpeaker(deadline: number | undefined, ac: AbortController, opts: ReturnType<typeof speechConfig>['opts'], chunkLength: number, write: (c: AudioChunk) => Promise<void>, live: boolean): LiveSpeaker {
     const sp = speechProvider!;
     const timeline = new ProviderTimeline({ sampleRateHz: opts.sampleRateHz, encoding: opts.encoding, chunkMs: opts.chunkMs, volumeDb: opts.volumeDb, speed: opts.speed });
-    const scope = { signal: ac.signal, deadline: deadlineOf(call) };
+    const scope = { signal: ac.signal, deadline };
     const po = { voice: opts.voice, speed: opts.speed, language: opts.language, sampleRateHz: opts.sampleRateHz };
     if (live && sp.live) return sp.live(po, timeline, scope, write);
     return new SegmentSpeaker(sp, po, timeline, scope, write, chunkLength, live);
@@ -436,6 +456,121 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     };
   }
 
+  /**
+   * One live synthesis stream: a SynthesizeStream call, or one stream of a SynthesizeStreams call.
+   * Takes a slot of the concurrency limit (RESOURCE_EXHAUSTED through `fail` when there is none).
+   * `write` sends an event (awaited before the next: backpressure), `fail` ends the stream with an
+   * error status, `done` after the last chunk of a half-closed one.
+   */
+  function synthesisStream(io: {
+    requestId: string;
+    deadline: number | undefined;
+    write(event: SynthesizeStreamResponse['event']): Promise<void>;
+    fail(err: unknown): void;
+    done(): void;
+  }): SynthesisStream {
+    const ac = new AbortController();
+    let release = () => {};
+    // Timing (only when observed): the first text's arrival and the first audio's write.
+    let textAt = 0;
+    let audioAt = 0;
+    const timed = o.onTiming;
+    // Requests are handled in order by one loop; text waits in `buffer` until a sentence
+    // ends, it grows past chunk_length, a flush arrives, or the caller half-closes.
+    const queue: ({ text: string } | { flush: bigint } | { end: true } | { config: SynthesizeRequest })[] = [];
+    let wake: (() => void) | null = null;
+    const push = (e: (typeof queue)[number]) => { queue.push(e); wake?.(); };
+    let cancelled = false;
+    (async () => {
+      release = admit();
+      let timeline: SpeechTimeline | null = null;
+      let speaker: LiveSpeaker | null = null;
+      let chunkLength = 200;
+      let buffer = '';
+      // With a speech provider, audio is written by the speaker as it comes; the first audio is timed here.
+      const writeChunk = (c: AudioChunk) => {
+        ac.signal.throwIfAborted();
+        if (timed && !audioAt && textAt && c.audio.length) {
+          audioAt = Date.now();
+          timed({ rpc: 'synthesizeStream', requestId: io.requestId, textAt, audioAt });
+        }
+        return io.write({ case: 'chunk', value: c });
+      };
+      const flushed = (id: bigint) => {
+        ac.signal.throwIfAborted();
+        return io.write({ case: 'flushed', value: create(FlushSchema, { id }) });
+      };
+      const speak = async (text: string, final: boolean) => {
+        if (!timeline) throw invalid('config: the first message must be a config');
+        const segs = segmentText(text, chunkLength);
+        if (segs.length || final) await timeline.run(segs, writeChunk, final);
+      };
+      ac.signal.addEventListener('abort', () => wake?.(), { once: true });
+      for (;;) {
+        if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+        wake = null;
+        ac.signal.throwIfAborted();
+        const e = queue.shift()!;
+        if ('config' in e) {
+          if (timeline || speaker) throw invalid('config: only the first message may be a config');
+          if (e.config.text) throw invalid('config.text: must be empty in SynthesizeStream');
+          const c = speechConfig(e.config, true);
+          chunkLength = c.chunkLength;
+          if (c.engine === 'provider') speaker = providerSpeaker(io.deadline, ac, c.opts, chunkLength, writeChunk, true);
+          else timeline = new SpeechTimeline(c.engine, c.opts, ac.signal);
+        } else if (speaker) {
+          if ('text' in e) speaker.text(e.text);
+          else if ('flush' in e) {
+            await speaker.flush();
+            await flushed(e.flush);
+          } else {
+            await speaker.flush(true);
+            return;
+          }
+        } else if ('text' in e) {
+          if (!timeline) throw invalid('config: the first message must be a config');
+          buffer += e.text;
+          // Speak complete sentences now; keep the unfinished tail.
+          const segs = segmentText(buffer, chunkLength);
+          const complete = cutSentences(buffer)[1] === '' ? segs : segs.slice(0, -1);
+          if (complete.length) {
+            const text = complete.join('');
+            buffer = buffer.slice(text.length);
+            await speak(text, false);
+          }
+        } else if ('flush' in e) {
+          const text = buffer;
+          buffer = '';
+          await speak(text, true);
+          await flushed(e.flush);
+        } else {
+          if (buffer) await speak(buffer, true);
+          return;
+        }
+      }
+    })()
+      .then(() => { if (!cancelled) io.done(); }, (err) => { if (!cancelled) io.fail(err); })
+      .finally(() => {
+        release();
+        // Requests a failure left behind (the segment synthesized ahead) stop here.
+        if (!ac.signal.aborted) ac.abort(new Error('call ended'));
+      });
+    return {
+      input(ev) {
+        if (ev.case === 'config') push({ config: ev.value });
+        else if (ev.case === 'text') {
+          if (timed && !textAt) textAt = Date.now();
+          push({ text: ev.value });
+        } else if (ev.case === 'flush') push({ flush: ev.value.id });
+      },
+      end() { push({ end: true }); },
+      cancel() {
+        cancelled = true;
+        if (!ac.signal.aborted) ac.abort(Object.assign(new Error('cancelled'), { name: 'AbortError' }));
+      },
+    };
+  }
+
   const handlers: InferenceServiceHandlers = {
     synthesize(call) {
       observe('synthesize', call.metadata, call.request);
@@ -445,7 +580,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         release = admit();
         const { engine, opts, chunkLength } = speechConfig(call.request, false);
         if (engine === 'provider') {
-          const speaker = providerSpeaker(call, ac, opts, chunkLength, writer(call, ac.signal), false);
+          const speaker = providerSpeaker(deadlineOf(call), ac, opts, chunkLength, writer(call, ac.signal), false);
           speaker.text(call.request.text);
           await speaker.flush();
           call.end();
@@ -466,106 +601,134 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     synthesizeStream(call) {
       observe('synthesizeStream', call.metadata);
       headersNow(call);
-      const ac = abortOn(call);
-      let release = () => {};
-      const write = writer(call, ac.signal);
-      // Timing (only when observed): the first text's arrival and the first audio's write.
-      let textAt = 0;
-      let audioAt = 0;
-      const timed = o.onTiming;
-      // Requests are handled in order by one loop; text waits in `buffer` until a sentence
-      // ends, it grows past chunk_length, a flush arrives, or the caller half-closes.
-      const queue: ({ text: string } | { flush: bigint } | { end: true } | { config: SynthesizeRequest })[] = [];
-      let wake: (() => void) | null = null;
-      const push = (e: (typeof queue)[number]) => { queue.push(e); wake?.(); };
-      call.on('data', (m: (typeof call extends grpc.ServerDuplexStream<infer R, unknown> ? R : never)) => {
-        const ev = m.event;
-        if (ev.case === 'config') push({ config: ev.value });
-        else if (ev.case === 'text') {
-          if (timed && !textAt) textAt = Date.now();
-          push({ text: ev.value });
-        }
-        else if (ev.case === 'flush') push({ flush: ev.value.id });
+      const write = writer(call, abortOn(call).signal);
+      const stream = synthesisStream({
+        requestId: requestIdOf(call.metadata),
+        deadline: deadlineOf(call),
+        write: (event) => write(create(SynthesizeStreamResponseSchema, { event })),
+        fail: (err) => report(call, err),
+        done: () => call.end(),
       });
-      call.on('end', () => push({ end: true }));
-      (async () => {
-        release = admit();
-        let timeline: SpeechTimeline | null = null;
-        let speaker: LiveSpeaker | null = null;
-        let chunkLength = 200;
-        let buffer = '';
-        // With a speech provider, audio is written by the speaker as it comes; the first audio is timed here.
-        const writeChunk = (c: AudioChunk) => {
-          if (timed && !audioAt && textAt && c.audio.length) {
-            audioAt = Date.now();
-            timed({ rpc: 'synthesizeStream', requestId: requestIdOf(call.metadata), textAt, audioAt });
-          }
-          return write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } }));
-        };
-        const speak = async (text: string, final: boolean) => {
-          if (!timeline) throw invalid('config: the first message must be a config');
-          const segs = segmentText(text, chunkLength);
-          if (segs.length || final) {
-            await timeline.run(segs, (c) => {
-              if (timed && !audioAt && textAt && c.audio.length) {
-                audioAt = Date.now();
-                timed({ rpc: 'synthesizeStream', requestId: requestIdOf(call.metadata), textAt, audioAt });
-              }
-              return write(create(SynthesizeStreamResponseSchema, { event: { case: 'chunk', value: c } }));
-            }, final);
-          }
-        };
-        ac.signal.addEventListener('abort', () => wake?.(), { once: true });
-        for (;;) {
-          if (queue.length === 0) await new Promise<void>((r) => (wake = r));
-          wake = null;
-          ac.signal.throwIfAborted();
-          const e = queue.shift()!;
-          if ('config' in e) {
-            if (timeline || speaker) throw invalid('config: only the first message may be a config');
-            if (e.config.text) throw invalid('config.text: must be empty in SynthesizeStream');
-            const c = speechConfig(e.config, true);
-            chunkLength = c.chunkLength;
-            if (c.engine === 'provider') speaker = providerSpeaker(call, ac, c.opts, chunkLength, writeChunk, true);
-            else timeline = new SpeechTimeline(c.engine, c.opts, ac.signal);
-          } else if (speaker) {
-            if ('text' in e) speaker.text(e.text);
-            else if ('flush' in e) {
-              await speaker.flush();
-              await write(create(SynthesizeStreamResponseSchema, { event: { case: 'flushed', value: { id: e.flush } } }));
-            } else {
-              await speaker.flush(true);
-              call.end();
-              return;
+      call.on('data', (m: SynthesizeStreamRequest) => stream.input(m.event));
+      call.on('end', () => stream.end());
+      call.on('cancelled', () => stream.cancel());
+    },
+
+    synthesizeStreams(call) {
+      observe('synthesizeStreams', call.metadata);
+      headersNow(call);
+      // Outputs of every stream, written as one message once the current I/O phase has run.
+      let outputs: SynthesizeStreamsOutput[] = [];
+      let scheduled = false;
+      // While the call's write buffer is full (the platform reads slower than the streams' credit
+      // lets them write), every stream waits for it to drain.
+      let drained: { promise: Promise<void>; resolve: () => void } | null = null;
+      const flush = () => {
+        scheduled = false;
+        if (!outputs.length || call.cancelled || call.writableEnded) return;
+        const batch = outputs;
+        outputs = [];
+        if (!call.write(create(SynthesizeStreamsResponseSchema, { outputs: batch })) && !drained) {
+          let resolve = () => {};
+          const promise = new Promise<void>((r) => (resolve = r));
+          drained = { promise, resolve };
+          call.once('drain', () => { drained = null; resolve(); });
+        }
+      };
+      const out = (stream: bigint, event: SynthesizeStreamsOutput['event']) => {
+        outputs.push(create(SynthesizeStreamsOutputSchema, { stream, event }));
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      };
+      /** A stream: its synthesis, the audio bytes it may still send, and a write waiting for credit. */
+      interface Open { s: SynthesisStream; credit: number; waiting: (() => void)[]; stopped: boolean }
+      const streams = new Map<bigint, Open>();
+      const ended = new Set<bigint>();
+      const close = (id: bigint) => {
+        const st = streams.get(id);
+        streams.delete(id);
+        ended.add(id);
+        if (st) {
+          st.stopped = true;
+          for (const w of st.waiting.splice(0)) w();
+        }
+      };
+      const status = (id: bigint, err: unknown) => {
+        if (ended.has(id)) return;
+        close(id);
+        const st = toStatus(err);
+        if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
+        out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
+      };
+      const stopped = () => Object.assign(new Error('cancelled'), { name: 'AbortError' });
+      call.on('data', (m: SynthesizeStreamsRequest) => {
+        for (const input of m.inputs) {
+          const id = input.stream;
+          const ev = input.event;
+          const open = streams.get(id);
+          if (ev.case === 'open') {
+            if (open || ended.has(id)) {
+              status(id, invalid('open: the stream is already open'));
+              continue;
             }
-          } else if ('text' in e) {
-            if (!timeline) throw invalid('config: the first message must be a config');
-            buffer += e.text;
-            // Speak complete sentences now; keep the unfinished tail.
-            const segs = segmentText(buffer, chunkLength);
-            const complete = cutSentences(buffer)[1] === '' ? segs : segs.slice(0, -1);
-            if (complete.length) {
-              const text = complete.join('');
-              buffer = buffer.slice(text.length);
-              await speak(text, false);
-            }
-          } else if ('flush' in e) {
-            const text = buffer;
-            buffer = '';
-            await speak(text, true);
-            await write(create(SynthesizeStreamResponseSchema, { event: { case: 'flushed', value: { id: e.flush } } }));
-          } else {
-            if (buffer) await speak(buffer, true);
-            call.end();
-            return;
+            const v = ev.value;
+            observe('synthesizeStream', streamMetadata(v.requestId, v.teamId, v.traceparent));
+            const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, waiting: [], stopped: false };
+            st.s = synthesisStream({
+              requestId: v.requestId,
+              deadline: undefined,
+              write: async (event) => {
+                if (event.case === 'chunk' && event.value.audio.length) {
+                  // Held back until the caller grants credit (a chunk may overrun what is left).
+                  while (st.credit <= 0 && !st.stopped) await new Promise<void>((r) => st.waiting.push(r));
+                  st.credit -= event.value.audio.length;
+                }
+                if (st.stopped) throw stopped();
+                out(id, event as SynthesizeStreamsOutput['event']);
+                if (drained) await drained.promise;
+              },
+              fail: (err) => status(id, err),
+              done: () => {
+                if (ended.has(id)) return;
+                close(id);
+                out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
+              },
+            });
+            streams.set(id, st);
+            st.s.input({ case: 'config', value: v.config ?? create(SynthesizeRequestSchema) });
+          } else if (!open) {
+            // An input for a stream that ended (a cancel or credit crossing its status, text after
+            // a failure) is dropped; one for an id never opened is an error of that stream.
+            if (!ended.has(id) && ev.case !== 'cancel' && ev.case !== 'credit') status(id, invalid('open: the first input of a stream must be open'));
+          } else if (ev.case === 'text') open.s.input(ev);
+          else if (ev.case === 'flush') open.s.input(ev);
+          else if (ev.case === 'credit') {
+            open.credit += ev.value;
+            for (const w of open.waiting.splice(0)) w();
+          } else if (ev.case === 'end') open.s.end();
+          else if (ev.case === 'cancel') {
+            close(id);
+            open.s.cancel();
           }
         }
-      })()
-        .catch((err) => report(call, err))
-        .finally(() => {
-          release();
-          if (!ac.signal.aborted) ac.abort(new Error('call ended'));
-        });
+      });
+      const stopAll = () => {
+        for (const [id, st] of streams) {
+          close(id);
+          st.s.cancel();
+        }
+        drained?.resolve();
+      };
+      call.on('end', () => {
+        // The caller half-closed the call: every open stream ends as if half-closed, then the call.
+        for (const st of streams.values()) st.s.end();
+        const finish = () => (streams.size ? setTimeout(finish, 10) : setImmediate(() => { flush(); if (!call.cancelled) call.end(); }));
+        finish();
+      });
+      call.on('cancelled', stopAll);
+      call.on('error', stopAll);
     },
 
     transcribe(call, callback) {
@@ -908,7 +1071,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         ],
         inputEncodings: [AudioEncoding.PCM_S16LE, AudioEncoding.WAV],
         limits: create(LimitsSchema, { maxTextChars: LIMITS.maxTextChars, maxAudioMs: LIMITS.maxAudioMs, maxConcurrentCalls: o.maxConcurrentCalls, maxMessageBytes: LIMITS.maxMessageBytes }),
-        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', ...(o.multiplexRecognition === false ? [] : ['TranscribeStreams']), 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
+        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', ...(o.multiplexRecognition === false ? [] : ['TranscribeStreams']), ...(o.multiplexSynthesis === false ? [] : ['SynthesizeStreams']), 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
       }));
     },
 

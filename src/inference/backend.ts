@@ -41,6 +41,7 @@ import { fromGrpcError } from './errors.ts';
 import { createGrpcClient, type InferenceGrpcClient } from './grpc-service.ts';
 import { Limiter } from './limiter.ts';
 import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
+import { SynthesisMux, type SynthesisMuxCall } from './synthesis-mux.ts';
 
 /** Per-call options: cancellation, deadline and the metadata the backend receives. */
 export interface CallOptions {
@@ -79,8 +80,9 @@ export interface BackendOptions {
   resetBurst?: number;
   resetRatePerS?: number;
   /**
-   * Realtime recognition streams share one TranscribeStreams call when the backend lists it in
-   * Capabilities (default true); false, or a backend without it: one TranscribeStream call each.
+   * Realtime recognition streams share one TranscribeStreams call, and live synthesis streams one
+   * SynthesizeStreams call, when the backend lists that RPC in Capabilities (default true); false,
+   * or a backend without it: one TranscribeStream / SynthesizeStream call each.
    */
   multiplex?: boolean;
 }
@@ -193,9 +195,10 @@ export class Backend {
   private readonly o: Required<BackendOptions>;
   private closed = false;
   private nextConn = 0;
-  /** Whether the backend offers TranscribeStreams (asked once, with the first recognition stream). */
-  private muxOffered: Promise<boolean> | null = null;
+  /** The backend's Capabilities question about TranscribeStreams and SynthesizeStreams, while asked. */
+  private muxAsked: Promise<void> | null = null;
   private mux: RecognitionMux | null = null;
+  private synthMux: SynthesisMux | null = null;
 
   constructor(
     readonly address: string,
@@ -467,8 +470,13 @@ export class Backend {
     yield* this.read<GenerateResponse>(this.track(conn, call, release, o.signal), o);
   }
 
-  /** SynthesizeStream: sends `config` first; text and flushes go in through the session. */
+  /**
+   * SynthesizeStream: sends `config` first; text and flushes go in through the session. Over a
+   * SynthesizeStreams call shared with other streams when the backend offers it.
+   */
   async synthesizeStream(config: SynthesizeInput, o: CallOptions = {}): Promise<SynthesisSession> {
+    if (this.synthMuxKnown) return this.synthesisMux().open(config, o);
+    if (this.synthMuxKnown === null) void this.askMultiplex();
     const { conn, release } = await this.begin(o);
     const call = conn.client.synthesizeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
@@ -496,29 +504,63 @@ export class Backend {
     return { ...(this.mux?.sent ?? { messages: 0, inputs: 0 }) };
   }
 
+  /** Streams of SynthesizeStreams calls open now, and the audio received for them not yet taken. */
+  get synthesisStreams(): { open: number; bufferedBytes: number } {
+    return { open: this.synthMux?.size ?? 0, bufferedBytes: this.synthMux?.buffered ?? 0 };
+  }
+
+  /** SynthesizeStreams messages written so far, the stream inputs they carried, credit grants among them. */
+  get synthesisSent(): { messages: number; inputs: number; credits: number } {
+    return { ...(this.synthMux?.sent ?? { messages: 0, inputs: 0, credits: 0 }) };
+  }
+
   /**
-   * Whether the backend offers TranscribeStreams: asked of Capabilities once, in the background,
-   * with the first recognition stream. Streams that start before the answer use their own call
-   * (a session's recognizer must not wait a round trip more to open: a caller who speaks at once
-   * is heard only once it is open). A failed question is asked again with the next stream.
+   * Whether the backend offers TranscribeStreams and SynthesizeStreams: asked of Capabilities
+   * once, in the background, with the first recognition or synthesis stream. Streams that start
+   * before the answer use their own call (a session's stream must not wait a round trip more to
+   * open). A failed question is asked again with the next stream.
    */
   private muxKnown: boolean | null = null;
+  private synthMuxKnown: boolean | null = null;
+
+  private askMultiplex(): Promise<void> {
+    if (!this.o.multiplex || (this.muxKnown !== null && this.synthMuxKnown !== null)) return Promise.resolve();
+    if (this.muxAsked) return this.muxAsked;
+    const asked: Promise<void> = this.capabilities().then(
+      (c) => {
+        if (this.muxAsked !== asked) return;
+        this.muxKnown ??= c.rpcs.includes('TranscribeStreams');
+        this.synthMuxKnown ??= c.rpcs.includes('SynthesizeStreams');
+      },
+      () => { if (this.muxAsked === asked) this.muxAsked = null; },
+    );
+    this.muxAsked = asked;
+    return asked;
+  }
 
   /** Resolves to whether recognition streams go over TranscribeStreams from now on (asking if needed). */
   multiplexKnown(): Promise<boolean> {
-    if (!this.o.multiplex) return Promise.resolve(false);
-    if (this.muxKnown !== null) return Promise.resolve(this.muxKnown);
-    const asked = (this.muxOffered ??= this.capabilities().then((c) => c.rpcs.includes('TranscribeStreams')));
-    return asked.then(
-      (yes) => {
-        if (this.muxOffered === asked) this.muxKnown = yes;
-        return yes;
+    return this.askMultiplex().then(() => this.muxKnown ?? false);
+  }
+
+  /** Resolves to whether synthesis streams go over SynthesizeStreams from now on (asking if needed). */
+  synthesisMultiplexKnown(): Promise<boolean> {
+    return this.askMultiplex().then(() => this.synthMuxKnown ?? false);
+  }
+
+  private synthesisMux(): SynthesisMux {
+    return (this.synthMux ??= new SynthesisMux({
+      acquire: (signal) => this.limiter.acquire(signal),
+      start: async () => {
+        const conn = this.pick();
+        await this.ready(conn);
+        conn.calls++;
+        const call = conn.client.synthesizeStreams(new grpc.Metadata()) as unknown as SynthesisMuxCall;
+        let done = false;
+        return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
       },
-      () => {
-        if (this.muxOffered === asked) this.muxOffered = null;
-        return false;
-      },
-    );
+      unimplemented: () => { this.synthMuxKnown = false; },
+    }));
   }
 
   private recognitionMux(): RecognitionMux {
@@ -542,7 +584,7 @@ export class Backend {
    */
   async transcribeStream(config: TranscribeConfigInput, o: CallOptions = {}): Promise<TranscriptionSession> {
     if (this.muxKnown) return this.recognitionMux().open(config, o);
-    if (this.muxKnown === null) void this.multiplexKnown();
+    if (this.muxKnown === null) void this.askMultiplex();
     const { conn, release } = await this.begin(o);
     const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
@@ -659,6 +701,7 @@ export class Backend {
   close(): void {
     this.closed = true;
     this.mux?.close();
+    this.synthMux?.close();
     for (const c of this.conns) {
       this.drainDeferred(c); // closing: what waits for budget is reset now
       c.client.close();

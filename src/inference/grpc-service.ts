@@ -147,6 +147,7 @@ export interface InferenceServiceHandlers extends grpc.UntypedServiceImplementat
   designVoice: grpc.handleUnaryCall<In<'designVoice'>, Out<'designVoice'>>;
   saveVoice: grpc.handleUnaryCall<In<'saveVoice'>, Out<'saveVoice'>>;
   transcribeStreams: grpc.handleBidiStreamingCall<In<'transcribeStreams'>, Out<'transcribeStreams'>>;
+  synthesizeStreams: grpc.handleBidiStreamingCall<In<'synthesizeStreams'>, Out<'synthesizeStreams'>>;
 }
 
 /** A raw grpc-js client of the service (one channel). The platform's client wraps it. */
@@ -157,6 +158,7 @@ export interface InferenceGrpcClient extends grpc.Client {
   transcribeStream(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStream'>, Out<'transcribeStream'>>;
   /** Takes messages or their wire form already encoded (a Buffer: see `serializer`). */
   transcribeStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStreams'> | Buffer, Out<'transcribeStreams'>>;
+  synthesizeStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'synthesizeStreams'>, Out<'synthesizeStreams'>>;
   generate(req: In<'generate'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'generate'>>;
   capabilities(req: In<'capabilities'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'capabilities'>>): grpc.ClientUnaryCall;
   health(req: In<'health'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'health'>>): grpc.ClientUnaryCall;

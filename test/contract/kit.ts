@@ -18,6 +18,8 @@ import {
   TranscribeStreamRequestSchema,
   TranscribeStreamsRequestSchema,
   TranscribeStreamsInputSchema,
+  SynthesizeStreamsRequestSchema,
+  SynthesizeStreamsInputSchema,
   GenerateRequestSchema,
   CapabilitiesRequestSchema,
   DesignVoiceRequestSchema,
@@ -34,6 +36,7 @@ import {
   type SynthesizeStreamResponse,
   type TranscribeStreamResponse,
   type TranscribeStreamsResponse,
+  type SynthesizeStreamsResponse,
   type GenerateResponse,
   type TranscribeResponse,
   type HealthResponse,
@@ -468,6 +471,76 @@ export const checks: Check[] = [
       }
       expect(!statuses.has(3), 'a cancelled stream gets no status');
       expect(statuses.get(4)?.code === grpc.status.INVALID_ARGUMENT, `a bad configuration fails its stream INVALID_ARGUMENT, got ${JSON.stringify(statuses.get(4))}`);
+    },
+  },
+  {
+    name: 'SynthesizeStreams (when listed): streams on one call are each their own; audio waits for credit; a cancel or failure ends one stream only',
+    async run(ctx) {
+      type Ev = MessageInitShape<typeof SynthesizeStreamsInputSchema>['event'];
+      if (!ctx.caps.rpcs.includes('SynthesizeStreams')) return;
+      const call = ctx.client.synthesizeStreams(md());
+      const w = (...inputs: [number, Ev][]) =>
+        call.write(create(SynthesizeStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+      const config = { model: ctx.opts.speechModel ?? '', language: 'en' };
+      const plenty = 0xffffffff;
+      // 1 speaks with plenty of credit; 2 with none until 1 has ended; 3 is cancelled at its first
+      // chunk; 4 names a model the backend does not have.
+      w([1, { case: 'open', value: { config, requestId: 'contract-1', credit: plenty } }], [2, { case: 'open', value: { config, credit: 0 } }]);
+      w([3, { case: 'open', value: { config, credit: plenty } }], [4, { case: 'open', value: { config: { model: 'no-such-model-contract-kit' }, credit: plenty } }]);
+      w([1, { case: 'text', value: 'Hello the' }], [2, { case: 'text', value: 'Hello there.' }], [3, { case: 'text', value: LONG }], [1, { case: 'text', value: 're, world.' }]);
+      w([1, { case: 'flush', value: { id: 7n } }], [2, { case: 'flush', value: { id: 8n } }], [3, { case: 'flush', value: { id: 9n } }], [1, { case: 'end', value: {} }]);
+      const byStream = new Map<number, SynthesizeStreamsResponse['outputs']>();
+      const statuses = new Map<number, { code: number; message: string }>();
+      let chunksOf2AtEndOf1 = -1;
+      let cancelled = false;
+      const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+        call.on('data', (m: SynthesizeStreamsResponse) => {
+          for (const o of m.outputs) {
+            const id = Number(o.stream);
+            byStream.set(id, [...(byStream.get(id) ?? []), o]);
+            if (o.event.case === 'status') statuses.set(id, o.event.value);
+            if (id === 3 && o.event.case === 'chunk' && !cancelled) {
+              cancelled = true;
+              w([3, { case: 'cancel', value: {} }]);
+            }
+            if (id === 1 && o.event.case === 'status') {
+              chunksOf2AtEndOf1 = (byStream.get(2) ?? []).filter((x) => x.event.case === 'chunk').length;
+              w([2, { case: 'credit', value: plenty }], [2, { case: 'end', value: {} }]);
+            }
+          }
+          if (statuses.has(1) && statuses.has(2) && statuses.has(4)) call.end();
+        });
+        call.on('error', resolve);
+        call.on('status', (st: grpc.StatusObject) => resolve(st.code === grpc.status.OK ? null : (st as unknown as grpc.ServiceError)));
+      });
+      expect(!error, `SynthesizeStreams failed: ${error?.details}`);
+      for (const id of [1, 2]) {
+        const outs = byStream.get(id) ?? [];
+        expect(statuses.get(id)?.code === grpc.status.OK, `stream ${id} must end OK, got ${JSON.stringify(statuses.get(id))}`);
+        expect(outs[outs.length - 1].event.case === 'status', `stream ${id}: the status must come last`);
+        const chunks = outs.flatMap((o) => (o.event.case === 'chunk' ? [o.event.value] : []));
+        expect(chunks.length > 0, `stream ${id}: no audio`);
+        chunks.forEach((c, i) => expect(c.sequence === BigInt(i), `stream ${id}: sequence ${c.sequence} at ${i}`));
+        const flushAt = outs.findIndex((o) => o.event.case === 'flushed');
+        const f = outs[flushAt]?.event;
+        expect(f?.case === 'flushed' && f.value.id === BigInt(6 + id), `stream ${id}: its flush must be answered with its id`);
+        const before = outs.slice(0, flushAt).flatMap((o) => (o.event.case === 'chunk' ? [o.event.value] : []));
+        expect(before.length > 0 && before[before.length - 1].final, `stream ${id}: the last chunk before a flush is final`);
+        if (ctx.opts.exactRoundTrip) {
+          const r = await transcribeWhole(ctx, pcmOf(chunks), chunks[0].sampleRateHz);
+          expect(r.text === (id === 1 ? 'Hello there, world.' : 'Hello there.'), `stream ${id} audio transcribes to "${r.text}"`);
+        }
+      }
+      expect(chunksOf2AtEndOf1 === 0, `a stream without credit must send no audio (stream 2 had sent ${chunksOf2AtEndOf1} chunks)`);
+      expect(!statuses.has(3), 'a cancelled stream gets no status');
+      expect(statuses.get(4)?.code === grpc.status.NOT_FOUND, `an unknown model fails its stream NOT_FOUND, got ${JSON.stringify(statuses.get(4))}`);
+      let active = -1;
+      for (let i = 0; i < 50; i++) {
+        active = (await unary<HealthResponse>((cb) => ctx.client.health(create(HealthRequestSchema), md(), {}, cb))).activeCalls;
+        if (active === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(active === 0, `Health still reports ${active} active calls after the streams ended`);
     },
   },
   {

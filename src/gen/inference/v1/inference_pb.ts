@@ -48,7 +48,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file inference/v1/inference.proto.
  */
 export const file_inference_v1_inference: GenFile = /*@__PURE__*/
-  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiUAoYVHJhbnNjcmliZVN0cmVhbXNSZXF1ZXN0EjQKBmlucHV0cxgBIAMoCzIkLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc0lucHV0IvQBChZUcmFuc2NyaWJlU3RyZWFtc0lucHV0Eg4KBnN0cmVhbRgBIAEoBBIyCgRvcGVuGAIgASgLMiIuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1PcGVuSAASDwoFYXVkaW8YAyABKAxIABImCgZjb21taXQYBCABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SAASJgoDZW5kGAUgASgLMhcuaW5mZXJlbmNlLnYxLlN0cmVhbUVuZEgAEiwKBmNhbmNlbBgGIAEoCzIaLmluZmVyZW5jZS52MS5TdHJlYW1DYW5jZWxIAEIHCgVldmVudCKAAQoUVHJhbnNjcmliZVN0cmVhbU9wZW4SLgoGY29uZmlnGAEgASgLMh4uaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVDb25maWcSEgoKcmVxdWVzdF9pZBgCIAEoCRIPCgd0ZWFtX2lkGAMgASgJEhMKC3RyYWNlcGFyZW50GAQgASgJIgsKCVN0cmVhbUVuZCIOCgxTdHJlYW1DYW5jZWwiLQoMU3RyZWFtU3RhdHVzEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCSJTChlUcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlEjYKB291dHB1dHMYASADKAsyJS5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbXNPdXRwdXQiiQIKF1RyYW5zY3JpYmVTdHJlYW1zT3V0cHV0Eg4KBnN0cmVhbRgBIAEoBBIzCg5zcGVlY2hfc3RhcnRlZBgCIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAyABKAlIABIsCgljb21taXR0ZWQYBCABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAUgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SAASLAoGc3RhdHVzGAYgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IjwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkijAEKB01lc3NhZ2USIAoEcm9sZRgBIAEoDjISLmluZmVyZW5jZS52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSKgoKdG9vbF9jYWxscxgDIAMoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYBCABKAkSDAoEbmFtZRgFIAEoCSJJCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgDIAEoCSI1ChBTdHJ1Y3R1cmVkT3V0cHV0EgwKBG5hbWUYASABKAkSEwoLanNvbl9zY2hlbWEYAiABKAki8wEKD0dlbmVyYXRlUmVxdWVzdBINCgVtb2RlbBgBIAEoCRInCghtZXNzYWdlcxgCIAMoCzIVLmluZmVyZW5jZS52MS5NZXNzYWdlEiEKBXRvb2xzGAMgAygLMhIuaW5mZXJlbmNlLnYxLlRvb2wSEwoLdG9vbF9jaG9pY2UYBCABKAkSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgptYXhfdG9rZW5zGAYgASgNEjIKCnN0cnVjdHVyZWQYByABKAsyHi5pbmZlcmVuY2UudjEuU3RydWN0dXJlZE91dHB1dEIOCgxfdGVtcGVyYXR1cmUiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgNEhUKDW91dHB1dF90b2tlbnMYAiABKA0iWAoGRmluaXNoEioKBnJlYXNvbhgBIAEoDjIaLmluZmVyZW5jZS52MS5GaW5pc2hSZWFzb24SIgoFdXNhZ2UYAiABKAsyEy5pbmZlcmVuY2UudjEuVXNhZ2UihgEKEEdlbmVyYXRlUmVzcG9uc2USFAoKdGV4dF9kZWx0YRgBIAEoCUgAEisKCXRvb2xfY2FsbBgCIAEoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbEgAEiYKBmZpbmlzaBgDIAEoCzIULmluZmVyZW5jZS52MS5GaW5pc2hIAEIHCgVldmVudCLcAgoSRGVzaWduVm9pY2VSZXF1ZXN0EhMKC2Rlc2NyaXB0aW9uGAEgASgJEgwKBHRleHQYAiABKAkSEAoIbGFuZ3VhZ2UYAyABKAkSDQoFY291bnQYBCABKA0SDQoFbW9kZWwYBSABKAkSDQoFc3BlZWQYBiABKAESEQoEc2VlZBgHIAEoA0gAiAEBEhYKCW51bV9zdGVwcxgIIAEoDUgBiAEBEhsKDmd1aWRhbmNlX3NjYWxlGAkgASgBSAKIAQESJwoaaW5zdHJ1Y3Rpb25fZ3VpZGFuY2Vfc2NhbGUYCiABKAFIA4gBARIqCgZvdXRwdXQYCyABKAsyGi5pbmZlcmVuY2UudjEuT3V0cHV0Rm9ybWF0QgcKBV9zZWVkQgwKCl9udW1fc3RlcHNCEQoPX2d1aWRhbmNlX3NjYWxlQh0KG19pbnN0cnVjdGlvbl9ndWlkYW5jZV9zY2FsZSK9AQoNRGVzaWduZWRWb2ljZRIQCgh2b2ljZV9pZBgBIAEoCRINCgVhdWRpbxgCIAEoDBItCghlbmNvZGluZxgDIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgBEgwKBHRleHQYBiABKAkSEAoIbGFuZ3VhZ2UYByABKAkSDwoHc3VtbWFyeRgIIAEoCSJCChNEZXNpZ25Wb2ljZVJlc3BvbnNlEisKBnZvaWNlcxgBIAMoCzIbLmluZmVyZW5jZS52MS5EZXNpZ25lZFZvaWNlIlYKEFNhdmVWb2ljZVJlcXVlc3QSEAoIdm9pY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRINCgVtb2RlbBgEIAEoCSIlChFTYXZlVm9pY2VSZXNwb25zZRIQCgh2b2ljZV9pZBgBIAEoCSIVChNDYXBhYmlsaXRpZXNSZXF1ZXN0InwKCU1vZGVsSW5mbxIMCgRuYW1lGAEgASgJEiUKBGtpbmQYAiABKA4yFy5pbmZlcmVuY2UudjEuTW9kZWxLaW5kEhEKCWxhbmd1YWdlcxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRISCgppc19kZWZhdWx0GAUgASgIIjgKCVZvaWNlSW5mbxIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWxhbmd1YWdlcxgDIAMoCSJaChBPdXRwdXRGb3JtYXRJbmZvEi0KCGVuY29kaW5nGAEgASgOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSFwoPc2FtcGxlX3JhdGVzX2h6GAIgAygNIm8KBkxpbWl0cxIWCg5tYXhfdGV4dF9jaGFycxgBIAEoDRIUCgxtYXhfYXVkaW9fbXMYAiABKA0SHAoUbWF4X2NvbmN1cnJlbnRfY2FsbHMYAyABKA0SGQoRbWF4X21lc3NhZ2VfYnl0ZXMYBCABKA0iyAIKFENhcGFiaWxpdGllc1Jlc3BvbnNlEhgKEGNvbnRyYWN0X3ZlcnNpb24YASABKAkSDwoHYmFja2VuZBgCIAEoCRInCgZtb2RlbHMYAyADKAsyFy5pbmZlcmVuY2UudjEuTW9kZWxJbmZvEicKBnZvaWNlcxgEIAMoCzIXLmluZmVyZW5jZS52MS5Wb2ljZUluZm8SEQoJbGFuZ3VhZ2VzGAUgAygJEjYKDm91dHB1dF9mb3JtYXRzGAYgAygLMh4uaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEluZm8SNAoPaW5wdXRfZW5jb2RpbmdzGAcgAygOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSJAoGbGltaXRzGAggASgLMhQuaW5mZXJlbmNlLnYxLkxpbWl0cxIMCgRycGNzGAkgAygJIg8KDUhlYWx0aFJlcXVlc3QiOAoMRW5naW5lSGVhbHRoEgwKBG5hbWUYASABKAkSCgoCb2sYAiABKAgSDgoGZGV0YWlsGAMgASgJIoABCg5IZWFsdGhSZXNwb25zZRIrCgZzdGF0dXMYASABKA4yGy5pbmZlcmVuY2UudjEuU2VydmluZ1N0YXR1cxIrCgdlbmdpbmVzGAIgAygLMhouaW5mZXJlbmNlLnYxLkVuZ2luZUhlYWx0aBIUCgxhY3RpdmVfY2FsbHMYAyABKA0qmgEKDUF1ZGlvRW5jb2RpbmcSHgoaQVVESU9fRU5DT0RJTkdfVU5TUEVDSUZJRUQQABIcChhBVURJT19FTkNPRElOR19QQ01fUzE2TEUQARIWChJBVURJT19FTkNPRElOR19XQVYQAhIWChJBVURJT19FTkNPRElOR19NUDMQAxIbChdBVURJT19FTkNPRElOR19PR0dfT1BVUxAEKl8KC0xhdGVuY3lNb2RlEhwKGExBVEVOQ1lfTU9ERV9VTlNQRUNJRklFRBAAEhkKFUxBVEVOQ1lfTU9ERV9CQUxBTkNFRBABEhcKE0xBVEVOQ1lfTU9ERV9OT1JNQUwQAipfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqfQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQAhIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBADKo4BCglNb2RlbEtpbmQSGgoWTU9ERUxfS0lORF9VTlNQRUNJRklFRBAAEhUKEU1PREVMX0tJTkRfU1BFRUNIEAESHAoYTU9ERUxfS0lORF9UUkFOU0NSSVBUSU9OEAISEwoPTU9ERUxfS0lORF9DSEFUEAMSGwoXTU9ERUxfS0lORF9WT0lDRV9ERVNJR04QBCprCg1TZXJ2aW5nU3RhdHVzEh4KGlNFUlZJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWU0VSVklOR19TVEFUVVNfU0VSVklORxABEh4KGlNFUlZJTkdfU1RBVFVTX05PVF9TRVJWSU5HEAIy8wYKEEluZmVyZW5jZVNlcnZpY2USSQoKU3ludGhlc2l6ZRIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBoYLmluZmVyZW5jZS52MS5BdWRpb0NodW5rMAESZQoQU3ludGhlc2l6ZVN0cmVhbRIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVzcG9uc2UoATABElEKClRyYW5zY3JpYmUSHy5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlcXVlc3QaIC5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlc3BvbnNlKAESZQoQVHJhbnNjcmliZVN0cmVhbRIlLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVzcG9uc2UoATABEmgKEVRyYW5zY3JpYmVTdHJlYW1zEiYuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1zUmVxdWVzdBonLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlKAEwARJLCghHZW5lcmF0ZRIdLmluZmVyZW5jZS52MS5HZW5lcmF0ZVJlcXVlc3QaHi5pbmZlcmVuY2UudjEuR2VuZXJhdGVSZXNwb25zZTABElUKDENhcGFiaWxpdGllcxIhLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXF1ZXN0GiIuaW5mZXJlbmNlLnYxLkNhcGFiaWxpdGllc1Jlc3BvbnNlEkMKBkhlYWx0aBIbLmluZmVyZW5jZS52MS5IZWFsdGhSZXF1ZXN0GhwuaW5mZXJlbmNlLnYxLkhlYWx0aFJlc3BvbnNlElIKC0Rlc2lnblZvaWNlEiAuaW5mZXJlbmNlLnYxLkRlc2lnblZvaWNlUmVxdWVzdBohLmluZmVyZW5jZS52MS5EZXNpZ25Wb2ljZVJlc3BvbnNlEkwKCVNhdmVWb2ljZRIeLmluZmVyZW5jZS52MS5TYXZlVm9pY2VSZXF1ZXN0Gh8uaW5mZXJlbmNlLnYxLlNhdmVWb2ljZVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiUAoYVHJhbnNjcmliZVN0cmVhbXNSZXF1ZXN0EjQKBmlucHV0cxgBIAMoCzIkLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc0lucHV0IvQBChZUcmFuc2NyaWJlU3RyZWFtc0lucHV0Eg4KBnN0cmVhbRgBIAEoBBIyCgRvcGVuGAIgASgLMiIuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1PcGVuSAASDwoFYXVkaW8YAyABKAxIABImCgZjb21taXQYBCABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SAASJgoDZW5kGAUgASgLMhcuaW5mZXJlbmNlLnYxLlN0cmVhbUVuZEgAEiwKBmNhbmNlbBgGIAEoCzIaLmluZmVyZW5jZS52MS5TdHJlYW1DYW5jZWxIAEIHCgVldmVudCKAAQoUVHJhbnNjcmliZVN0cmVhbU9wZW4SLgoGY29uZmlnGAEgASgLMh4uaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVDb25maWcSEgoKcmVxdWVzdF9pZBgCIAEoCRIPCgd0ZWFtX2lkGAMgASgJEhMKC3RyYWNlcGFyZW50GAQgASgJIgsKCVN0cmVhbUVuZCIOCgxTdHJlYW1DYW5jZWwiLQoMU3RyZWFtU3RhdHVzEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCSJTChlUcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlEjYKB291dHB1dHMYASADKAsyJS5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbXNPdXRwdXQiiQIKF1RyYW5zY3JpYmVTdHJlYW1zT3V0cHV0Eg4KBnN0cmVhbRgBIAEoBBIzCg5zcGVlY2hfc3RhcnRlZBgCIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAyABKAlIABIsCgljb21taXR0ZWQYBCABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAUgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SAASLAoGc3RhdHVzGAYgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IlAKGFN5bnRoZXNpemVTdHJlYW1zUmVxdWVzdBI0CgZpbnB1dHMYASADKAsyJC5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNJbnB1dCKDAgoWU3ludGhlc2l6ZVN0cmVhbXNJbnB1dBIOCgZzdHJlYW0YASABKAQSMgoEb3BlbhgCIAEoCzIiLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtT3BlbkgAEg4KBHRleHQYAyABKAlIABIkCgVmbHVzaBgEIAEoCzITLmluZmVyZW5jZS52MS5GbHVzaEgAEiYKA2VuZBgFIAEoCzIXLmluZmVyZW5jZS52MS5TdHJlYW1FbmRIABIsCgZjYW5jZWwYBiABKAsyGi5pbmZlcmVuY2UudjEuU3RyZWFtQ2FuY2VsSAASEAoGY3JlZGl0GAcgASgNSABCBwoFZXZlbnQikQEKFFN5bnRoZXNpemVTdHJlYW1PcGVuEi8KBmNvbmZpZxgBIAEoCzIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAIgASgJEg8KB3RlYW1faWQYAyABKAkSEwoLdHJhY2VwYXJlbnQYBCABKAkSDgoGY3JlZGl0GAUgASgNIlMKGVN5bnRoZXNpemVTdHJlYW1zUmVzcG9uc2USNgoHb3V0cHV0cxgBIAMoCzIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtc091dHB1dCKzAQoXU3ludGhlc2l6ZVN0cmVhbXNPdXRwdXQSDgoGc3RyZWFtGAEgASgEEikKBWNodW5rGAIgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSAASLAoGc3RhdHVzGAQgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IjwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkijAEKB01lc3NhZ2USIAoEcm9sZRgBIAEoDjISLmluZmVyZW5jZS52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSKgoKdG9vbF9jYWxscxgDIAMoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYBCABKAkSDAoEbmFtZRgFIAEoCSJJCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgDIAEoCSI1ChBTdHJ1Y3R1cmVkT3V0cHV0EgwKBG5hbWUYASABKAkSEwoLanNvbl9zY2hlbWEYAiABKAki8wEKD0dlbmVyYXRlUmVxdWVzdBINCgVtb2RlbBgBIAEoCRInCghtZXNzYWdlcxgCIAMoCzIVLmluZmVyZW5jZS52MS5NZXNzYWdlEiEKBXRvb2xzGAMgAygLMhIuaW5mZXJlbmNlLnYxLlRvb2wSEwoLdG9vbF9jaG9pY2UYBCABKAkSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgptYXhfdG9rZW5zGAYgASgNEjIKCnN0cnVjdHVyZWQYByABKAsyHi5pbmZlcmVuY2UudjEuU3RydWN0dXJlZE91dHB1dEIOCgxfdGVtcGVyYXR1cmUiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgNEhUKDW91dHB1dF90b2tlbnMYAiABKA0iWAoGRmluaXNoEioKBnJlYXNvbhgBIAEoDjIaLmluZmVyZW5jZS52MS5GaW5pc2hSZWFzb24SIgoFdXNhZ2UYAiABKAsyEy5pbmZlcmVuY2UudjEuVXNhZ2UihgEKEEdlbmVyYXRlUmVzcG9uc2USFAoKdGV4dF9kZWx0YRgBIAEoCUgAEisKCXRvb2xfY2FsbBgCIAEoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbEgAEiYKBmZpbmlzaBgDIAEoCzIULmluZmVyZW5jZS52MS5GaW5pc2hIAEIHCgVldmVudCLcAgoSRGVzaWduVm9pY2VSZXF1ZXN0EhMKC2Rlc2NyaXB0aW9uGAEgASgJEgwKBHRleHQYAiABKAkSEAoIbGFuZ3VhZ2UYAyABKAkSDQoFY291bnQYBCABKA0SDQoFbW9kZWwYBSABKAkSDQoFc3BlZWQYBiABKAESEQoEc2VlZBgHIAEoA0gAiAEBEhYKCW51bV9zdGVwcxgIIAEoDUgBiAEBEhsKDmd1aWRhbmNlX3NjYWxlGAkgASgBSAKIAQESJwoaaW5zdHJ1Y3Rpb25fZ3VpZGFuY2Vfc2NhbGUYCiABKAFIA4gBARIqCgZvdXRwdXQYCyABKAsyGi5pbmZlcmVuY2UudjEuT3V0cHV0Rm9ybWF0QgcKBV9zZWVkQgwKCl9udW1fc3RlcHNCEQoPX2d1aWRhbmNlX3NjYWxlQh0KG19pbnN0cnVjdGlvbl9ndWlkYW5jZV9zY2FsZSK9AQoNRGVzaWduZWRWb2ljZRIQCgh2b2ljZV9pZBgBIAEoCRINCgVhdWRpbxgCIAEoDBItCghlbmNvZGluZxgDIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgBEgwKBHRleHQYBiABKAkSEAoIbGFuZ3VhZ2UYByABKAkSDwoHc3VtbWFyeRgIIAEoCSJCChNEZXNpZ25Wb2ljZVJlc3BvbnNlEisKBnZvaWNlcxgBIAMoCzIbLmluZmVyZW5jZS52MS5EZXNpZ25lZFZvaWNlIlYKEFNhdmVWb2ljZVJlcXVlc3QSEAoIdm9pY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRINCgVtb2RlbBgEIAEoCSIlChFTYXZlVm9pY2VSZXNwb25zZRIQCgh2b2ljZV9pZBgBIAEoCSIVChNDYXBhYmlsaXRpZXNSZXF1ZXN0InwKCU1vZGVsSW5mbxIMCgRuYW1lGAEgASgJEiUKBGtpbmQYAiABKA4yFy5pbmZlcmVuY2UudjEuTW9kZWxLaW5kEhEKCWxhbmd1YWdlcxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRISCgppc19kZWZhdWx0GAUgASgIIjgKCVZvaWNlSW5mbxIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWxhbmd1YWdlcxgDIAMoCSJaChBPdXRwdXRGb3JtYXRJbmZvEi0KCGVuY29kaW5nGAEgASgOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSFwoPc2FtcGxlX3JhdGVzX2h6GAIgAygNIm8KBkxpbWl0cxIWCg5tYXhfdGV4dF9jaGFycxgBIAEoDRIUCgxtYXhfYXVkaW9fbXMYAiABKA0SHAoUbWF4X2NvbmN1cnJlbnRfY2FsbHMYAyABKA0SGQoRbWF4X21lc3NhZ2VfYnl0ZXMYBCABKA0iyAIKFENhcGFiaWxpdGllc1Jlc3BvbnNlEhgKEGNvbnRyYWN0X3ZlcnNpb24YASABKAkSDwoHYmFja2VuZBgCIAEoCRInCgZtb2RlbHMYAyADKAsyFy5pbmZlcmVuY2UudjEuTW9kZWxJbmZvEicKBnZvaWNlcxgEIAMoCzIXLmluZmVyZW5jZS52MS5Wb2ljZUluZm8SEQoJbGFuZ3VhZ2VzGAUgAygJEjYKDm91dHB1dF9mb3JtYXRzGAYgAygLMh4uaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEluZm8SNAoPaW5wdXRfZW5jb2RpbmdzGAcgAygOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSJAoGbGltaXRzGAggASgLMhQuaW5mZXJlbmNlLnYxLkxpbWl0cxIMCgRycGNzGAkgAygJIg8KDUhlYWx0aFJlcXVlc3QiOAoMRW5naW5lSGVhbHRoEgwKBG5hbWUYASABKAkSCgoCb2sYAiABKAgSDgoGZGV0YWlsGAMgASgJIoABCg5IZWFsdGhSZXNwb25zZRIrCgZzdGF0dXMYASABKA4yGy5pbmZlcmVuY2UudjEuU2VydmluZ1N0YXR1cxIrCgdlbmdpbmVzGAIgAygLMhouaW5mZXJlbmNlLnYxLkVuZ2luZUhlYWx0aBIUCgxhY3RpdmVfY2FsbHMYAyABKA0qmgEKDUF1ZGlvRW5jb2RpbmcSHgoaQVVESU9fRU5DT0RJTkdfVU5TUEVDSUZJRUQQABIcChhBVURJT19FTkNPRElOR19QQ01fUzE2TEUQARIWChJBVURJT19FTkNPRElOR19XQVYQAhIWChJBVURJT19FTkNPRElOR19NUDMQAxIbChdBVURJT19FTkNPRElOR19PR0dfT1BVUxAEKl8KC0xhdGVuY3lNb2RlEhwKGExBVEVOQ1lfTU9ERV9VTlNQRUNJRklFRBAAEhkKFUxBVEVOQ1lfTU9ERV9CQUxBTkNFRBABEhcKE0xBVEVOQ1lfTU9ERV9OT1JNQUwQAipfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqfQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQAhIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBADKo4BCglNb2RlbEtpbmQSGgoWTU9ERUxfS0lORF9VTlNQRUNJRklFRBAAEhUKEU1PREVMX0tJTkRfU1BFRUNIEAESHAoYTU9ERUxfS0lORF9UUkFOU0NSSVBUSU9OEAISEwoPTU9ERUxfS0lORF9DSEFUEAMSGwoXTU9ERUxfS0lORF9WT0lDRV9ERVNJR04QBCprCg1TZXJ2aW5nU3RhdHVzEh4KGlNFUlZJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWU0VSVklOR19TVEFUVVNfU0VSVklORxABEh4KGlNFUlZJTkdfU1RBVFVTX05PVF9TRVJWSU5HEAIy3QcKEEluZmVyZW5jZVNlcnZpY2USSQoKU3ludGhlc2l6ZRIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBoYLmluZmVyZW5jZS52MS5BdWRpb0NodW5rMAESZQoQU3ludGhlc2l6ZVN0cmVhbRIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVzcG9uc2UoATABElEKClRyYW5zY3JpYmUSHy5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlcXVlc3QaIC5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlc3BvbnNlKAESZQoQVHJhbnNjcmliZVN0cmVhbRIlLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVzcG9uc2UoATABEmgKEVRyYW5zY3JpYmVTdHJlYW1zEiYuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1zUmVxdWVzdBonLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlKAEwARJoChFTeW50aGVzaXplU3RyZWFtcxImLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtc1JlcXVlc3QaJy5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNSZXNwb25zZSgBMAESSwoIR2VuZXJhdGUSHS5pbmZlcmVuY2UudjEuR2VuZXJhdGVSZXF1ZXN0Gh4uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJVCgxDYXBhYmlsaXRpZXMSIS5pbmZlcmVuY2UudjEuQ2FwYWJpbGl0aWVzUmVxdWVzdBoiLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXNwb25zZRJDCgZIZWFsdGgSGy5pbmZlcmVuY2UudjEuSGVhbHRoUmVxdWVzdBocLmluZmVyZW5jZS52MS5IZWFsdGhSZXNwb25zZRJSCgtEZXNpZ25Wb2ljZRIgLmluZmVyZW5jZS52MS5EZXNpZ25Wb2ljZVJlcXVlc3QaIS5pbmZlcmVuY2UudjEuRGVzaWduVm9pY2VSZXNwb25zZRJMCglTYXZlVm9pY2USHi5pbmZlcmVuY2UudjEuU2F2ZVZvaWNlUmVxdWVzdBofLmluZmVyZW5jZS52MS5TYXZlVm9pY2VSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * The audio the caller wants back. Every backend must produce AUDIO_ENCODING_PCM_S16LE;
@@ -1067,6 +1067,218 @@ export const TranscribeStreamsOutputSchema: GenMessage<TranscribeStreamsOutput> 
   messageDesc(file_inference_v1_inference, 26);
 
 /**
+ * SynthesizeStreams input: inputs of any number of streams, applied in order.
+ *
+ * @generated from message inference.v1.SynthesizeStreamsRequest
+ */
+export type SynthesizeStreamsRequest = Message$1<"inference.v1.SynthesizeStreamsRequest"> & {
+  /**
+   * @generated from field: repeated inference.v1.SynthesizeStreamsInput inputs = 1;
+   */
+  inputs: SynthesizeStreamsInput[];
+};
+
+/**
+ * Describes the message inference.v1.SynthesizeStreamsRequest.
+ * Use `create(SynthesizeStreamsRequestSchema)` to create a new message.
+ */
+export const SynthesizeStreamsRequestSchema: GenMessage<SynthesizeStreamsRequest> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 27);
+
+/**
+ * One stream's input.
+ *
+ * @generated from message inference.v1.SynthesizeStreamsInput
+ */
+export type SynthesizeStreamsInput = Message$1<"inference.v1.SynthesizeStreamsInput"> & {
+  /**
+   * The caller's id of the stream, unique on the call: a new id's first input is `open`; an id is
+   * not used again on the same call once its stream has ended.
+   *
+   * @generated from field: uint64 stream = 1;
+   */
+  stream: bigint;
+
+  /**
+   * @generated from oneof inference.v1.SynthesizeStreamsInput.event
+   */
+  event: {
+    /**
+     * First input of a stream only.
+     *
+     * @generated from field: inference.v1.SynthesizeStreamOpen open = 2;
+     */
+    value: SynthesizeStreamOpen;
+    case: "open";
+  } | {
+    /**
+     * A piece of text (as SynthesizeStreamRequest.text).
+     *
+     * @generated from field: string text = 3;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * As SynthesizeStreamRequest.flush.
+     *
+     * @generated from field: inference.v1.Flush flush = 4;
+     */
+    value: Flush;
+    case: "flush";
+  } | {
+    /**
+     * Half-closes the stream (as half-closing a SynthesizeStream call): what is left is spoken,
+     * then the stream's status (OK).
+     *
+     * @generated from field: inference.v1.StreamEnd end = 5;
+     */
+    value: StreamEnd;
+    case: "end";
+  } | {
+    /**
+     * The caller gave up on the stream (as cancelling a SynthesizeStream call): the backend stops
+     * it and sends nothing more for it, not even a status.
+     *
+     * @generated from field: inference.v1.StreamCancel cancel = 6;
+     */
+    value: StreamCancel;
+    case: "cancel";
+  } | {
+    /**
+     * More audio the caller can take on this stream, in bytes of `AudioChunk.audio`, added to
+     * what it granted before.
+     *
+     * @generated from field: uint32 credit = 7;
+     */
+    value: number;
+    case: "credit";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message inference.v1.SynthesizeStreamsInput.
+ * Use `create(SynthesizeStreamsInputSchema)` to create a new message.
+ */
+export const SynthesizeStreamsInputSchema: GenMessage<SynthesizeStreamsInput> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 28);
+
+/**
+ * Opens a stream of a SynthesizeStreams call.
+ *
+ * @generated from message inference.v1.SynthesizeStreamOpen
+ */
+export type SynthesizeStreamOpen = Message$1<"inference.v1.SynthesizeStreamOpen"> & {
+  /**
+   * As SynthesizeStreamRequest.config (text empty).
+   *
+   * @generated from field: inference.v1.SynthesizeRequest config = 1;
+   */
+  config?: SynthesizeRequest | undefined;
+
+  /**
+   * The request metadata a SynthesizeStream call carries, per stream.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string team_id = 3;
+   */
+  teamId: string;
+
+  /**
+   * @generated from field: string traceparent = 4;
+   */
+  traceparent: string;
+
+  /**
+   * The stream's first credit, in bytes of audio. The backend sends a chunk only while the audio
+   * bytes it sent on the stream are below the credit granted so far (a chunk may overrun it);
+   * flushed events and the status take none. 0: the stream sends no audio until credit comes.
+   *
+   * @generated from field: uint32 credit = 5;
+   */
+  credit: number;
+};
+
+/**
+ * Describes the message inference.v1.SynthesizeStreamOpen.
+ * Use `create(SynthesizeStreamOpenSchema)` to create a new message.
+ */
+export const SynthesizeStreamOpenSchema: GenMessage<SynthesizeStreamOpen> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 29);
+
+/**
+ * SynthesizeStreams output: outputs of any number of streams, in order per stream.
+ *
+ * @generated from message inference.v1.SynthesizeStreamsResponse
+ */
+export type SynthesizeStreamsResponse = Message$1<"inference.v1.SynthesizeStreamsResponse"> & {
+  /**
+   * @generated from field: repeated inference.v1.SynthesizeStreamsOutput outputs = 1;
+   */
+  outputs: SynthesizeStreamsOutput[];
+};
+
+/**
+ * Describes the message inference.v1.SynthesizeStreamsResponse.
+ * Use `create(SynthesizeStreamsResponseSchema)` to create a new message.
+ */
+export const SynthesizeStreamsResponseSchema: GenMessage<SynthesizeStreamsResponse> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 30);
+
+/**
+ * One stream's output.
+ *
+ * @generated from message inference.v1.SynthesizeStreamsOutput
+ */
+export type SynthesizeStreamsOutput = Message$1<"inference.v1.SynthesizeStreamsOutput"> & {
+  /**
+   * The id the caller opened the stream with.
+   *
+   * @generated from field: uint64 stream = 1;
+   */
+  stream: bigint;
+
+  /**
+   * @generated from oneof inference.v1.SynthesizeStreamsOutput.event
+   */
+  event: {
+    /**
+     * @generated from field: inference.v1.AudioChunk chunk = 2;
+     */
+    value: AudioChunk;
+    case: "chunk";
+  } | {
+    /**
+     * As SynthesizeStreamResponse.flushed.
+     *
+     * @generated from field: inference.v1.Flush flushed = 3;
+     */
+    value: Flush;
+    case: "flushed";
+  } | {
+    /**
+     * The stream's last output: OK after its `end`, or why it failed (what a SynthesizeStream
+     * call's status would have been).
+     *
+     * @generated from field: inference.v1.StreamStatus status = 4;
+     */
+    value: StreamStatus;
+    case: "status";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message inference.v1.SynthesizeStreamsOutput.
+ * Use `create(SynthesizeStreamsOutputSchema)` to create a new message.
+ */
+export const SynthesizeStreamsOutputSchema: GenMessage<SynthesizeStreamsOutput> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 31);
+
+/**
  * A tool call requested by the model.
  *
  * @generated from message inference.v1.ToolCall
@@ -1099,7 +1311,7 @@ export type ToolCall = Message$1<"inference.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 27);
+  messageDesc(file_inference_v1_inference, 32);
 
 /**
  * One conversation message.
@@ -1146,7 +1358,7 @@ export type Message = Message$1<"inference.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 28);
+  messageDesc(file_inference_v1_inference, 33);
 
 /**
  * A tool the model may call.
@@ -1177,7 +1389,7 @@ export type Tool = Message$1<"inference.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 29);
+  messageDesc(file_inference_v1_inference, 34);
 
 /**
  * Structured mode: the reply is one JSON document matching a schema.
@@ -1205,7 +1417,7 @@ export type StructuredOutput = Message$1<"inference.v1.StructuredOutput"> & {
  * Use `create(StructuredOutputSchema)` to create a new message.
  */
 export const StructuredOutputSchema: GenMessage<StructuredOutput> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 30);
+  messageDesc(file_inference_v1_inference, 35);
 
 /**
  * @generated from message inference.v1.GenerateRequest
@@ -1260,7 +1472,7 @@ export type GenerateRequest = Message$1<"inference.v1.GenerateRequest"> & {
  * Use `create(GenerateRequestSchema)` to create a new message.
  */
 export const GenerateRequestSchema: GenMessage<GenerateRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 31);
+  messageDesc(file_inference_v1_inference, 36);
 
 /**
  * Token counts of a Generate call.
@@ -1284,7 +1496,7 @@ export type Usage = Message$1<"inference.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 32);
+  messageDesc(file_inference_v1_inference, 37);
 
 /**
  * The last event of a Generate stream.
@@ -1308,7 +1520,7 @@ export type Finish = Message$1<"inference.v1.Finish"> & {
  * Use `create(FinishSchema)` to create a new message.
  */
 export const FinishSchema: GenMessage<Finish> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 33);
+  messageDesc(file_inference_v1_inference, 38);
 
 /**
  * @generated from message inference.v1.GenerateResponse
@@ -1349,7 +1561,7 @@ export type GenerateResponse = Message$1<"inference.v1.GenerateResponse"> & {
  * Use `create(GenerateResponseSchema)` to create a new message.
  */
 export const GenerateResponseSchema: GenMessage<GenerateResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 34);
+  messageDesc(file_inference_v1_inference, 39);
 
 /**
  * @generated from message inference.v1.DesignVoiceRequest
@@ -1441,7 +1653,7 @@ export type DesignVoiceRequest = Message$1<"inference.v1.DesignVoiceRequest"> & 
  * Use `create(DesignVoiceRequestSchema)` to create a new message.
  */
 export const DesignVoiceRequestSchema: GenMessage<DesignVoiceRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 35);
+  messageDesc(file_inference_v1_inference, 40);
 
 /**
  * One candidate voice.
@@ -1507,7 +1719,7 @@ export type DesignedVoice = Message$1<"inference.v1.DesignedVoice"> & {
  * Use `create(DesignedVoiceSchema)` to create a new message.
  */
 export const DesignedVoiceSchema: GenMessage<DesignedVoice> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 36);
+  messageDesc(file_inference_v1_inference, 41);
 
 /**
  * @generated from message inference.v1.DesignVoiceResponse
@@ -1526,7 +1738,7 @@ export type DesignVoiceResponse = Message$1<"inference.v1.DesignVoiceResponse"> 
  * Use `create(DesignVoiceResponseSchema)` to create a new message.
  */
 export const DesignVoiceResponseSchema: GenMessage<DesignVoiceResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 37);
+  messageDesc(file_inference_v1_inference, 42);
 
 /**
  * @generated from message inference.v1.SaveVoiceRequest
@@ -1565,7 +1777,7 @@ export type SaveVoiceRequest = Message$1<"inference.v1.SaveVoiceRequest"> & {
  * Use `create(SaveVoiceRequestSchema)` to create a new message.
  */
 export const SaveVoiceRequestSchema: GenMessage<SaveVoiceRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 38);
+  messageDesc(file_inference_v1_inference, 43);
 
 /**
  * @generated from message inference.v1.SaveVoiceResponse
@@ -1584,7 +1796,7 @@ export type SaveVoiceResponse = Message$1<"inference.v1.SaveVoiceResponse"> & {
  * Use `create(SaveVoiceResponseSchema)` to create a new message.
  */
 export const SaveVoiceResponseSchema: GenMessage<SaveVoiceResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 39);
+  messageDesc(file_inference_v1_inference, 44);
 
 /**
  * @generated from message inference.v1.CapabilitiesRequest
@@ -1597,7 +1809,7 @@ export type CapabilitiesRequest = Message$1<"inference.v1.CapabilitiesRequest"> 
  * Use `create(CapabilitiesRequestSchema)` to create a new message.
  */
 export const CapabilitiesRequestSchema: GenMessage<CapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 40);
+  messageDesc(file_inference_v1_inference, 45);
 
 /**
  * @generated from message inference.v1.ModelInfo
@@ -1642,7 +1854,7 @@ export type ModelInfo = Message$1<"inference.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 41);
+  messageDesc(file_inference_v1_inference, 46);
 
 /**
  * @generated from message inference.v1.VoiceInfo
@@ -1671,7 +1883,7 @@ export type VoiceInfo = Message$1<"inference.v1.VoiceInfo"> & {
  * Use `create(VoiceInfoSchema)` to create a new message.
  */
 export const VoiceInfoSchema: GenMessage<VoiceInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 42);
+  messageDesc(file_inference_v1_inference, 47);
 
 /**
  * @generated from message inference.v1.OutputFormatInfo
@@ -1695,7 +1907,7 @@ export type OutputFormatInfo = Message$1<"inference.v1.OutputFormatInfo"> & {
  * Use `create(OutputFormatInfoSchema)` to create a new message.
  */
 export const OutputFormatInfoSchema: GenMessage<OutputFormatInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 43);
+  messageDesc(file_inference_v1_inference, 48);
 
 /**
  * @generated from message inference.v1.Limits
@@ -1735,7 +1947,7 @@ export type Limits = Message$1<"inference.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 44);
+  messageDesc(file_inference_v1_inference, 49);
 
 /**
  * @generated from message inference.v1.CapabilitiesResponse
@@ -1800,7 +2012,7 @@ export type CapabilitiesResponse = Message$1<"inference.v1.CapabilitiesResponse"
  * Use `create(CapabilitiesResponseSchema)` to create a new message.
  */
 export const CapabilitiesResponseSchema: GenMessage<CapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 45);
+  messageDesc(file_inference_v1_inference, 50);
 
 /**
  * @generated from message inference.v1.HealthRequest
@@ -1813,7 +2025,7 @@ export type HealthRequest = Message$1<"inference.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 46);
+  messageDesc(file_inference_v1_inference, 51);
 
 /**
  * @generated from message inference.v1.EngineHealth
@@ -1842,7 +2054,7 @@ export type EngineHealth = Message$1<"inference.v1.EngineHealth"> & {
  * Use `create(EngineHealthSchema)` to create a new message.
  */
 export const EngineHealthSchema: GenMessage<EngineHealth> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 47);
+  messageDesc(file_inference_v1_inference, 52);
 
 /**
  * @generated from message inference.v1.HealthResponse
@@ -1871,7 +2083,7 @@ export type HealthResponse = Message$1<"inference.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 48);
+  messageDesc(file_inference_v1_inference, 53);
 
 /**
  * How audio bytes are laid out.
@@ -2167,6 +2379,24 @@ export const InferenceService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof TranscribeStreamsRequestSchema;
     output: typeof TranscribeStreamsResponseSchema;
+  },
+  /**
+   * Live text to speech for many streams over one call (optional; a backend that offers it lists
+   * "SynthesizeStreams" in Capabilities.rpcs). Each stream behaves as one SynthesizeStream call:
+   * the caller opens it (configuration and the metadata a SynthesizeStream call would carry),
+   * sends text pieces and flush marks, half-closes or cancels it; the backend sends its chunks and
+   * flushed events and finally its status. Audio is flow-controlled per stream by credit (what
+   * HTTP/2 flow control does for a call of its own): the backend sends a stream's chunks only
+   * while the audio bytes it sent on it are below the credit the caller granted (in `open`, then
+   * in `credit` inputs as the caller takes chunks). A stream's failure ends that stream only; the
+   * call ending ends every stream on it.
+   *
+   * @generated from rpc inference.v1.InferenceService.SynthesizeStreams
+   */
+  synthesizeStreams: {
+    methodKind: "bidi_streaming";
+    input: typeof SynthesizeStreamsRequestSchema;
+    output: typeof SynthesizeStreamsResponseSchema;
   },
   /**
    * Chat generation: messages and tool declarations in; text deltas, tool calls and
