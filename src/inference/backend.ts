@@ -548,17 +548,20 @@ export class Backend {
     return this.askMultiplex().then(() => this.synthMuxKnown ?? false);
   }
 
+  /** Opens a call that many streams share (the muxes'), counted on its connection until `done`. */
+  private async sharedCall<C>(open: (client: Conn['client']) => C): Promise<{ call: C; done: () => void }> {
+    const conn = this.pick();
+    await this.ready(conn);
+    conn.calls++;
+    const call = open(conn.client);
+    let done = false;
+    return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
+  }
+
   private synthesisMux(): SynthesisMux {
     return (this.synthMux ??= new SynthesisMux({
       acquire: (signal) => this.limiter.acquire(signal),
-      start: async () => {
-        const conn = this.pick();
-        await this.ready(conn);
-        conn.calls++;
-        const call = conn.client.synthesizeStreams(new grpc.Metadata()) as unknown as SynthesisMuxCall;
-        let done = false;
-        return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
-      },
+      start: () => this.sharedCall((c) => c.synthesizeStreams(new grpc.Metadata()) as unknown as SynthesisMuxCall),
       unimplemented: () => { this.synthMuxKnown = false; },
     }));
   }
@@ -566,14 +569,7 @@ export class Backend {
   private recognitionMux(): RecognitionMux {
     return (this.mux ??= new RecognitionMux({
       acquire: (signal) => this.limiter.acquire(signal),
-      start: async () => {
-        const conn = this.pick();
-        await this.ready(conn);
-        conn.calls++;
-        const call = conn.client.transcribeStreams(new grpc.Metadata()) as unknown as MuxCall;
-        let done = false;
-        return { call, done: () => { if (!done) { done = true; conn.calls--; } } };
-      },
+      start: () => this.sharedCall((c) => c.transcribeStreams(new grpc.Metadata()) as unknown as MuxCall),
       unimplemented: () => { this.muxKnown = false; },
     }));
   }
