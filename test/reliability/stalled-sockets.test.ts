@@ -166,7 +166,11 @@ t.test('a sandbox phone that stops reading is closed 4008 and its call hung up',
   const closedForStall = () => warned('sandbox phone not reading: closed 4008, call hung up');
   const sessionOf = () => callOf(app, '+16505550177').catch(() => null);
   let playedAt: number | null = null;
-  for (let i = 1; !closedForStall(); i++) {
+  // Bounded by ticks of the test clock: three times the opener's ~10 min. A run that reaches the
+  // bound fails below with what the session had become, rather than hanging the file.
+  const maxTicks = 9000;
+  let ticks = 0;
+  for (let i = 1; !closedForStall() && i <= maxTicks; i++, ticks++) {
     await clock.tick(200, 20);
     if (playedAt === null && i % 25 === 0) {
       const s = await sessionOf();
@@ -175,8 +179,17 @@ t.test('a sandbox phone that stops reading is closed 4008 and its call hung up',
     // The opener is all played and the stall clock has had ten times its time: no close came.
     if (playedAt !== null && performance.now() - playedAt > 10 * app.config.wsStallTimeoutMs) break;
   }
-  t.ok(closedForStall(), 'the node closed the phone that took nothing (else: the kernel held the whole opener)');
-  if (!closedForStall()) return void stalled.sock.terminate();
+  if (!closedForStall()) {
+    const s = await sessionOf();
+    t.fail('the node closed the phone that took nothing', {
+      ticks,
+      opener_played: playedAt !== null,
+      session: s && { status: s.status, items: s.items.map((x: { type: string; role?: string }) => `${x.type}:${x.role ?? ''}`) },
+      received: { binary: stalled.binary, texts: stalled.texts.length },
+    });
+    return void stalled.sock.terminate();
+  }
+  t.pass(`the node closed the phone that took nothing (${ticks} ticks)`);
   stalled.sock.resume();
   foundClosed(t, await stalled.closed, 'reading again, the phone finds the close');
   let s: Record<string, any> | null = null;
