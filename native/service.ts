@@ -645,22 +645,28 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       /** A stream: its synthesis, the audio bytes it may still send, and a write waiting for credit. */
       interface Open { s: SynthesisStream; credit: number; waiting: (() => void)[]; stopped: boolean }
       const streams = new Map<bigint, Open>();
-      const ended = new Set<bigint>();
+      // Ids increase on the call (docs/inference.md): a stream has ended iff its id is at most the
+      // highest used and it is no longer open, so no set of ended ids grows with the call.
+      let highest = 0n;
+      const ended = (id: bigint) => id <= highest && !streams.has(id);
       const close = (id: bigint) => {
         const st = streams.get(id);
         streams.delete(id);
-        ended.add(id);
         if (st) {
           st.stopped = true;
           for (const w of st.waiting.splice(0)) w();
         }
       };
-      const status = (id: bigint, err: unknown) => {
-        if (ended.has(id)) return;
+      /** Ends the stream with `err` as its status, whether or not it was open. */
+      const report = (id: bigint, err: unknown) => {
+        if (id > highest) highest = id;
         close(id);
         const st = toStatus(err);
         if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
         out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
+      };
+      const status = (id: bigint, err: unknown) => {
+        if (!ended(id)) report(id, err);
       };
       const stopped = () => Object.assign(new Error('cancelled'), { name: 'AbortError' });
       call.on('data', (m: SynthesizeStreamsRequest) => {
@@ -669,10 +675,17 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           const ev = input.event;
           const open = streams.get(id);
           if (ev.case === 'open') {
-            if (open || ended.has(id)) {
-              status(id, invalid('open: the stream is already open'));
+            if (open) {
+              // Its status ends it: nothing of it may follow.
+              report(id, invalid('open: the stream is already open'));
+              open.s.cancel();
               continue;
             }
+            if (id <= highest) {
+              report(id, invalid('open: stream ids must increase on the call'));
+              continue;
+            }
+            highest = id;
             const v = ev.value;
             observe('synthesizeStream', streamMetadata(v.requestId, v.teamId, v.traceparent));
             const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, waiting: [], stopped: false };
@@ -691,7 +704,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
               },
               fail: (err) => status(id, err),
               done: () => {
-                if (ended.has(id)) return;
+                if (ended(id)) return;
                 close(id);
                 out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
               },
@@ -701,7 +714,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           } else if (!open) {
             // An input for a stream that ended (a cancel or credit crossing its status, text after
             // a failure) is dropped; one for an id never opened is an error of that stream.
-            if (!ended.has(id) && ev.case !== 'cancel' && ev.case !== 'credit') status(id, invalid('open: the first input of a stream must be open'));
+            if (!ended(id) && ev.case !== 'cancel' && ev.case !== 'credit') report(id, invalid('open: the first input of a stream must be open'));
           } else if (ev.case === 'text') open.s.input(ev);
           else if (ev.case === 'flush') open.s.input(ev);
           else if (ev.case === 'credit') {
@@ -836,18 +849,24 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         }
       };
       const streams = new Map<bigint, RecognitionStream>();
-      /** Ids of streams that ended, so that a late input for one is not taken as a new stream. */
-      const ended = new Set<bigint>();
+      // Ids increase on the call (docs/inference.md): a stream has ended iff its id is at most the
+      // highest used and it is no longer open, so that a late input for one is not taken as a new
+      // stream without a set of ended ids growing with the call.
+      let highest = 0n;
+      const ended = (id: bigint) => id <= highest && !streams.has(id);
       const close = (id: bigint) => {
         streams.delete(id);
-        ended.add(id);
       };
-      const status = (id: bigint, err: unknown) => {
-        if (ended.has(id)) return;
+      /** Ends the stream with `err` as its status, whether or not it was open. */
+      const report = (id: bigint, err: unknown) => {
+        if (id > highest) highest = id;
         close(id);
         const st = toStatus(err);
         if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
         out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
+      };
+      const status = (id: bigint, err: unknown) => {
+        if (!ended(id)) report(id, err);
       };
       call.on('data', (m: TranscribeStreamsRequest) => {
         for (const input of m.inputs) {
@@ -855,10 +874,17 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           const ev = input.event;
           const stream = streams.get(id);
           if (ev.case === 'open') {
-            if (stream || ended.has(id)) {
-              status(id, invalid('open: the stream is already open'));
+            if (stream) {
+              // Its status ends it: nothing of it may follow.
+              report(id, invalid('open: the stream is already open'));
+              stream.cancel();
               continue;
             }
+            if (id <= highest) {
+              report(id, invalid('open: stream ids must increase on the call'));
+              continue;
+            }
+            highest = id;
             const open = ev.value;
             observe('transcribeStream', streamMetadata(open.requestId, open.teamId, open.traceparent));
             try {
@@ -867,7 +893,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
                 write: (event) => out(id, event as TranscribeStreamsOutput['event']),
                 fail: (err) => status(id, err),
                 done: () => {
-                  if (ended.has(id)) return;
+                  if (ended(id)) return;
                   close(id);
                   out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
                 },
@@ -875,12 +901,14 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
               streams.set(id, s);
               s.input({ case: 'config', value: open.config ?? create(TranscribeConfigSchema) });
             } catch (err) {
-              status(id, err);
+              // Opening failed (no slot): the stream never was open, and ends with this status.
+              if (!streams.has(id)) report(id, err);
+              else status(id, err);
             }
           } else if (!stream) {
             // An input for a stream that ended (a cancel crossing its status, audio after a
             // failure) is dropped; one for an id never opened is an error of that stream.
-            if (!ended.has(id) && ev.case !== 'cancel') status(id, invalid('open: the first input of a stream must be open'));
+            if (!ended(id) && ev.case !== 'cancel') report(id, invalid('open: the first input of a stream must be open'));
           } else if (ev.case === 'audio') stream.input(ev);
           else if (ev.case === 'commit') stream.input(ev);
           else if (ev.case === 'end') stream.end();
