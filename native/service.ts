@@ -168,6 +168,9 @@ export interface CallInfo {
 const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
 const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
 /** The metadata a TranscribeStream call would carry, for a stream of a TranscribeStreams call (observed as its own call). */
+/** An input or output event of a shared call's stream (a oneof case and its value). */
+type SharedEvent = { case: string | undefined; value?: unknown };
+
 function streamMetadata(requestId: string, teamId: string, traceparent: string): grpc.Metadata {
   const md = new grpc.Metadata();
   if (requestId) md.set('x-request-id', requestId);
@@ -571,6 +574,148 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     };
   }
 
+  /**
+   * A call of many streams (TranscribeStreams, SynthesizeStreams; docs/inference.md): each input
+   * goes to its stream, each stream's outputs and last status come back tagged with its id, and
+   * the outputs of one I/O phase leave as one message. `kind` is what the stream kind adds: how a
+   * stream is made (`make`, may throw when there is no slot) and started (`begin`, with its
+   * config), its other inputs, its end and cancellation, and which inputs for a stream that is not
+   * open are dropped without a status (`quiet`).
+   */
+  function sharedStreams<T, Req extends { inputs: { stream: bigint; event: SharedEvent }[] }, Out>(
+    call: grpc.ServerDuplexStream<Req, unknown>,
+    kind: {
+      rpc: string;
+      streamRpc: string;
+      output(stream: bigint, event: SharedEvent): Out;
+      response(outputs: Out[]): unknown;
+      quiet(ev: Req['inputs'][number]['event']): boolean;
+      make(
+        open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value'],
+        io: { out(event: SharedEvent): void; drained(): Promise<void> | null; fail(err: unknown): void; done(): void },
+      ): T;
+      begin(t: T, open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value']): void;
+      input(t: T, ev: Req['inputs'][number]['event']): void;
+      closed?(t: T): void;
+      end(t: T): void;
+      cancel(t: T): void;
+    },
+  ): void {
+    observe(kind.rpc, call.metadata);
+    headersNow(call);
+    // Outputs of every stream, written as one message once the current I/O phase has run.
+    let outputs: Out[] = [];
+    let scheduled = false;
+    // While the call's write buffer is full (the platform reads slower than the streams let the
+    // backend write), a stream that waits for it (synthesis, per chunk) waits for it to drain.
+    let drained: { promise: Promise<void>; resolve: () => void } | null = null;
+    const flush = () => {
+      scheduled = false;
+      if (!outputs.length || call.cancelled || call.writableEnded) return;
+      const batch = outputs;
+      outputs = [];
+      if (!call.write(kind.response(batch)) && !drained) {
+        let resolve = () => {};
+        const promise = new Promise<void>((r) => (resolve = r));
+        drained = { promise, resolve };
+        call.once('drain', () => { drained = null; resolve(); });
+      }
+    };
+    const out = (stream: bigint, event: SharedEvent) => {
+      outputs.push(kind.output(stream, event));
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    };
+    const streams = new Map<bigint, T>();
+    // Ids increase on the call (docs/inference.md): a stream has ended iff its id is at most the
+    // highest used and it is no longer open, so that a late input for one is not taken as a new
+    // stream without a set of ended ids growing with the call.
+    let highest = 0n;
+    const ended = (id: bigint) => id <= highest && !streams.has(id);
+    const close = (id: bigint) => {
+      const t = streams.get(id);
+      streams.delete(id);
+      if (t !== undefined) kind.closed?.(t);
+    };
+    /** Ends the stream with `err` as its status, whether or not it was open. */
+    const report = (id: bigint, err: unknown) => {
+      if (id > highest) highest = id;
+      close(id);
+      const st = toStatus(err);
+      if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
+      out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
+    };
+    const status = (id: bigint, err: unknown) => {
+      if (!ended(id)) report(id, err);
+    };
+    call.on('data', (m: Req) => {
+      for (const input of m.inputs) {
+        const id = input.stream;
+        const ev = input.event;
+        const open = streams.get(id);
+        if (ev.case === 'open') {
+          if (open !== undefined) {
+            // Its status ends it: nothing of it may follow.
+            report(id, invalid('open: the stream is already open'));
+            kind.cancel(open);
+            continue;
+          }
+          if (id <= highest) {
+            report(id, invalid('open: stream ids must increase on the call'));
+            continue;
+          }
+          highest = id;
+          const v = ev.value as Extract<Req['inputs'][number]['event'], { case: 'open' }>['value'];
+          const meta = v as unknown as { requestId: string; teamId: string; traceparent: string };
+          observe(kind.streamRpc, streamMetadata(meta.requestId, meta.teamId, meta.traceparent));
+          try {
+            const t = kind.make(v, {
+              out: (event) => out(id, event),
+              drained: () => drained?.promise ?? null,
+              fail: (err) => status(id, err),
+              done: () => {
+                if (ended(id)) return;
+                close(id);
+                out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
+              },
+            });
+            streams.set(id, t);
+            kind.begin(t, v);
+          } catch (err) {
+            // Opening failed (no slot): the stream never was open, and ends with this status.
+            if (!streams.has(id)) report(id, err);
+            else status(id, err);
+          }
+        } else if (open === undefined) {
+          // An input for a stream that ended (a cancel crossing its status, audio or text after a
+          // failure) is dropped; one for an id never opened is an error of that stream.
+          if (!ended(id) && !kind.quiet(ev)) report(id, invalid('open: the first input of a stream must be open'));
+        } else if (ev.case === 'end') kind.end(open);
+        else if (ev.case === 'cancel') {
+          close(id);
+          kind.cancel(open);
+        } else kind.input(open, ev);
+      }
+    });
+    const stopAll = () => {
+      for (const [id, t] of streams) {
+        close(id);
+        kind.cancel(t);
+      }
+      drained?.resolve();
+    };
+    call.on('end', () => {
+      // The caller half-closed the call: every open stream ends as if half-closed, then the call.
+      for (const t of streams.values()) kind.end(t);
+      const finish = () => (streams.size ? setTimeout(finish, 10) : setImmediate(() => { flush(); if (!call.cancelled) call.end(); }));
+      finish();
+    });
+    call.on('cancelled', stopAll);
+    call.on('error', stopAll);
+  }
+
   const handlers: InferenceServiceHandlers = {
     synthesize(call) {
       observe('synthesize', call.metadata, call.request);
@@ -615,120 +760,53 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     synthesizeStreams(call) {
-      observe('synthesizeStreams', call.metadata);
-      headersNow(call);
-      // Outputs of every stream, written as one message once the current I/O phase has run.
-      let outputs: SynthesizeStreamsOutput[] = [];
-      let scheduled = false;
-      // While the call's write buffer is full (the platform reads slower than the streams' credit
-      // lets them write), every stream waits for it to drain.
-      let drained: { promise: Promise<void>; resolve: () => void } | null = null;
-      const flush = () => {
-        scheduled = false;
-        if (!outputs.length || call.cancelled || call.writableEnded) return;
-        const batch = outputs;
-        outputs = [];
-        if (!call.write(create(SynthesizeStreamsResponseSchema, { outputs: batch })) && !drained) {
-          let resolve = () => {};
-          const promise = new Promise<void>((r) => (resolve = r));
-          drained = { promise, resolve };
-          call.once('drain', () => { drained = null; resolve(); });
-        }
-      };
-      const out = (stream: bigint, event: SynthesizeStreamsOutput['event']) => {
-        outputs.push(create(SynthesizeStreamsOutputSchema, { stream, event }));
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
-      };
       /** A stream: its synthesis, the audio bytes it may still send, and a write waiting for credit. */
       interface Open { s: SynthesisStream; credit: number; waiting: (() => void)[]; stopped: boolean }
-      const streams = new Map<bigint, Open>();
-      const ended = new Set<bigint>();
-      const close = (id: bigint) => {
-        const st = streams.get(id);
-        streams.delete(id);
-        ended.add(id);
-        if (st) {
+      const stopped = () => Object.assign(new Error('cancelled'), { name: 'AbortError' });
+      sharedStreams<Open, SynthesizeStreamsRequest, SynthesizeStreamsOutput>(call, {
+        rpc: 'synthesizeStreams',
+        streamRpc: 'synthesizeStream',
+        output: (stream, event) => create(SynthesizeStreamsOutputSchema, { stream, event: event as SynthesizeStreamsOutput['event'] }),
+        response: (outputs) => create(SynthesizeStreamsResponseSchema, { outputs }),
+        // A credit crossing a stream's status is dropped as a cancel is.
+        quiet: (ev) => ev.case === 'cancel' || ev.case === 'credit',
+        make(v, io) {
+          const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, waiting: [], stopped: false };
+          st.s = synthesisStream({
+            requestId: v.requestId,
+            deadline: undefined,
+            write: async (event) => {
+              if (event.case === 'chunk' && event.value.audio.length) {
+                // Held back until the caller grants credit (a chunk may overrun what is left).
+                while (st.credit <= 0 && !st.stopped) await new Promise<void>((r) => st.waiting.push(r));
+                st.credit -= event.value.audio.length;
+              }
+              if (st.stopped) throw stopped();
+              io.out(event);
+              const drained = io.drained();
+              if (drained) await drained;
+            },
+            fail: io.fail,
+            done: io.done,
+          });
+          return st;
+        },
+        begin: (st, v) => st.s.input({ case: 'config', value: v.config ?? create(SynthesizeRequestSchema) }),
+        input(st, ev) {
+          if (ev.case === 'text') st.s.input(ev);
+          else if (ev.case === 'flush') st.s.input(ev);
+          else if (ev.case === 'credit') {
+            st.credit += ev.value;
+            for (const w of st.waiting.splice(0)) w();
+          }
+        },
+        closed(st) {
           st.stopped = true;
           for (const w of st.waiting.splice(0)) w();
-        }
-      };
-      const status = (id: bigint, err: unknown) => {
-        if (ended.has(id)) return;
-        close(id);
-        const st = toStatus(err);
-        if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
-        out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
-      };
-      const stopped = () => Object.assign(new Error('cancelled'), { name: 'AbortError' });
-      call.on('data', (m: SynthesizeStreamsRequest) => {
-        for (const input of m.inputs) {
-          const id = input.stream;
-          const ev = input.event;
-          const open = streams.get(id);
-          if (ev.case === 'open') {
-            if (open || ended.has(id)) {
-              status(id, invalid('open: the stream is already open'));
-              continue;
-            }
-            const v = ev.value;
-            observe('synthesizeStream', streamMetadata(v.requestId, v.teamId, v.traceparent));
-            const st: Open = { s: null as unknown as SynthesisStream, credit: v.credit, waiting: [], stopped: false };
-            st.s = synthesisStream({
-              requestId: v.requestId,
-              deadline: undefined,
-              write: async (event) => {
-                if (event.case === 'chunk' && event.value.audio.length) {
-                  // Held back until the caller grants credit (a chunk may overrun what is left).
-                  while (st.credit <= 0 && !st.stopped) await new Promise<void>((r) => st.waiting.push(r));
-                  st.credit -= event.value.audio.length;
-                }
-                if (st.stopped) throw stopped();
-                out(id, event as SynthesizeStreamsOutput['event']);
-                if (drained) await drained.promise;
-              },
-              fail: (err) => status(id, err),
-              done: () => {
-                if (ended.has(id)) return;
-                close(id);
-                out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
-              },
-            });
-            streams.set(id, st);
-            st.s.input({ case: 'config', value: v.config ?? create(SynthesizeRequestSchema) });
-          } else if (!open) {
-            // An input for a stream that ended (a cancel or credit crossing its status, text after
-            // a failure) is dropped; one for an id never opened is an error of that stream.
-            if (!ended.has(id) && ev.case !== 'cancel' && ev.case !== 'credit') status(id, invalid('open: the first input of a stream must be open'));
-          } else if (ev.case === 'text') open.s.input(ev);
-          else if (ev.case === 'flush') open.s.input(ev);
-          else if (ev.case === 'credit') {
-            open.credit += ev.value;
-            for (const w of open.waiting.splice(0)) w();
-          } else if (ev.case === 'end') open.s.end();
-          else if (ev.case === 'cancel') {
-            close(id);
-            open.s.cancel();
-          }
-        }
+        },
+        end: (st) => st.s.end(),
+        cancel: (st) => st.s.cancel(),
       });
-      const stopAll = () => {
-        for (const [id, st] of streams) {
-          close(id);
-          st.s.cancel();
-        }
-        drained?.resolve();
-      };
-      call.on('end', () => {
-        // The caller half-closed the call: every open stream ends as if half-closed, then the call.
-        for (const st of streams.values()) st.s.end();
-        const finish = () => (streams.size ? setTimeout(finish, 10) : setImmediate(() => { flush(); if (!call.cancelled) call.end(); }));
-        finish();
-      });
-      call.on('cancelled', stopAll);
-      call.on('error', stopAll);
     },
 
     transcribe(call, callback) {
@@ -816,94 +894,21 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     transcribeStreams(call) {
-      observe('transcribeStreams', call.metadata);
-      headersNow(call);
-      // Outputs of every stream, written as one message once the current I/O phase has run.
-      let outputs: TranscribeStreamsOutput[] = [];
-      let scheduled = false;
-      const flush = () => {
-        scheduled = false;
-        if (!outputs.length || call.cancelled || call.writableEnded) return;
-        const batch = outputs;
-        outputs = [];
-        call.write(create(TranscribeStreamsResponseSchema, { outputs: batch }));
-      };
-      const out = (stream: bigint, event: TranscribeStreamsOutput['event']) => {
-        outputs.push(create(TranscribeStreamsOutputSchema, { stream, event }));
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
-      };
-      const streams = new Map<bigint, RecognitionStream>();
-      /** Ids of streams that ended, so that a late input for one is not taken as a new stream. */
-      const ended = new Set<bigint>();
-      const close = (id: bigint) => {
-        streams.delete(id);
-        ended.add(id);
-      };
-      const status = (id: bigint, err: unknown) => {
-        if (ended.has(id)) return;
-        close(id);
-        const st = toStatus(err);
-        if (st.code === grpc.status.INTERNAL) o.logger.error({ err }, 'engine failed');
-        out(id, { case: 'status', value: create(StreamStatusSchema, { code: st.code, message: st.details }) });
-      };
-      call.on('data', (m: TranscribeStreamsRequest) => {
-        for (const input of m.inputs) {
-          const id = input.stream;
-          const ev = input.event;
-          const stream = streams.get(id);
-          if (ev.case === 'open') {
-            if (stream || ended.has(id)) {
-              status(id, invalid('open: the stream is already open'));
-              continue;
-            }
-            const open = ev.value;
-            observe('transcribeStream', streamMetadata(open.requestId, open.teamId, open.traceparent));
-            try {
-              const s = recognitionStream({
-                requestId: open.requestId,
-                write: (event) => out(id, event as TranscribeStreamsOutput['event']),
-                fail: (err) => status(id, err),
-                done: () => {
-                  if (ended.has(id)) return;
-                  close(id);
-                  out(id, { case: 'status', value: create(StreamStatusSchema, { code: grpc.status.OK, message: '' }) });
-                },
-              });
-              streams.set(id, s);
-              s.input({ case: 'config', value: open.config ?? create(TranscribeConfigSchema) });
-            } catch (err) {
-              status(id, err);
-            }
-          } else if (!stream) {
-            // An input for a stream that ended (a cancel crossing its status, audio after a
-            // failure) is dropped; one for an id never opened is an error of that stream.
-            if (!ended.has(id) && ev.case !== 'cancel') status(id, invalid('open: the first input of a stream must be open'));
-          } else if (ev.case === 'audio') stream.input(ev);
-          else if (ev.case === 'commit') stream.input(ev);
-          else if (ev.case === 'end') stream.end();
-          else if (ev.case === 'cancel') {
-            close(id);
-            stream.cancel();
-          }
-        }
+      sharedStreams<RecognitionStream, TranscribeStreamsRequest, TranscribeStreamsOutput>(call, {
+        rpc: 'transcribeStreams',
+        streamRpc: 'transcribeStream',
+        output: (stream, event) => create(TranscribeStreamsOutputSchema, { stream, event: event as TranscribeStreamsOutput['event'] }),
+        response: (outputs) => create(TranscribeStreamsResponseSchema, { outputs }),
+        quiet: (ev) => ev.case === 'cancel',
+        make: (v, io) => recognitionStream({ requestId: v.requestId, write: io.out, fail: io.fail, done: io.done }),
+        begin: (s, v) => s.input({ case: 'config', value: v.config ?? create(TranscribeConfigSchema) }),
+        input(s, ev) {
+          if (ev.case === 'audio') s.input(ev);
+          else if (ev.case === 'commit') s.input(ev);
+        },
+        end: (s) => s.end(),
+        cancel: (s) => s.cancel(),
       });
-      const stopAll = () => {
-        for (const [id, s] of streams) {
-          close(id);
-          s.cancel();
-        }
-      };
-      call.on('end', () => {
-        // The caller half-closed the call: every open stream ends as if half-closed, then the call.
-        for (const s of streams.values()) s.end();
-        const finish = () => (streams.size ? setTimeout(finish, 10) : setImmediate(() => { flush(); if (!call.cancelled) call.end(); }));
-        finish();
-      });
-      call.on('cancelled', stopAll);
-      call.on('error', stopAll);
     },
 
     generate(call) {

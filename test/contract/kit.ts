@@ -550,6 +550,84 @@ export const checks: Check[] = [
     },
   },
   {
+    name: 'TranscribeStreams and SynthesizeStreams (when listed): stream ids increase; an open with an id not greater gets INVALID_ARGUMENT for that id, and the call goes on',
+    async run(ctx) {
+      type Out = { stream: bigint; event: { case: string | undefined; value?: unknown } };
+      // Writes the inputs, `more` once stream 1 has its status, then half-closes the call (which
+      // ends every open stream as `end` does): resolves with every output and the call's error.
+      const drive = (
+        call: grpc.ClientDuplexStream<unknown, { outputs: Out[] }>,
+        first: () => void,
+        more: () => void,
+      ) => new Promise<{ outs: Out[]; error: grpc.ServiceError | null }>((resolve) => {
+        const outs: Out[] = [];
+        let sent = false;
+        call.on('data', (m: { outputs: Out[] }) => {
+          for (const o of m.outputs) {
+            outs.push(o);
+            if (o.stream === 1n && o.event.case === 'status' && !sent) {
+              sent = true;
+              more();
+              call.end();
+            }
+          }
+        });
+        call.on('error', (err: grpc.ServiceError) => resolve({ outs, error: err }));
+        call.on('status', (st: grpc.StatusObject) => resolve({ outs, error: st.code === grpc.status.OK ? null : (st as unknown as grpc.ServiceError) }));
+        first();
+      });
+      const statusesOf = (outs: Out[], id: number) =>
+        outs.flatMap((o) => (o.stream === BigInt(id) && o.event.case === 'status' ? [(o.event.value as { code: number }).code] : []));
+      const check = (what: string, r: { outs: Out[]; error: grpc.ServiceError | null }, hasOutput: (o: Out) => boolean) => {
+        expect(!r.error, `${what} failed: ${r.error?.details ?? r.error?.message}`);
+        const one = statusesOf(r.outs, 1);
+        expect(one.length === 2 && one[0] === grpc.status.OK && one[1] === grpc.status.INVALID_ARGUMENT,
+          `${what}: an open of an ended stream's id must get INVALID_ARGUMENT (statuses of stream 1: ${JSON.stringify(one)})`);
+        const three = statusesOf(r.outs, 3);
+        expect(three.length === 1 && three[0] === grpc.status.INVALID_ARGUMENT,
+          `${what}: an open with an id below one already used must get INVALID_ARGUMENT (statuses of stream 3: ${JSON.stringify(three)})`);
+        const five = statusesOf(r.outs, 5);
+        expect(five.length === 1 && five[0] === grpc.status.OK, `${what}: stream 5 must go on and end OK, got ${JSON.stringify(five)}`);
+        const outs5 = r.outs.filter((o) => o.stream === 5n);
+        expect(outs5.some(hasOutput) && outs5[outs5.length - 1].event.case === 'status', `${what}: stream 5 must be served, its status last`);
+        expect(r.outs.every((o) => o.stream !== 3n || o.event.case === 'status'), `${what}: a refused open must open nothing`);
+      };
+      if (ctx.caps.rpcs.includes('TranscribeStreams')) {
+        type Ev = MessageInitShape<typeof TranscribeStreamsInputSchema>['event'];
+        const s = await synth(ctx, 'Hello realtime world.');
+        expect(!s.error, `Synthesize failed: ${s.error?.details}`);
+        const rate = s.msgs[0].sampleRateHz;
+        const pcm = pcmOf(s.msgs);
+        const silence = new Uint8Array(Math.round(rate * 0.5) * 2);
+        const config = { input: { encoding: AudioEncoding.PCM_S16LE, sampleRateHz: rate } };
+        const call = ctx.client.transcribeStreams(md());
+        const w = (...inputs: [number, Ev][]) =>
+          call.write(create(TranscribeStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+        const r = await drive(call as never,
+          () => w([1, { case: 'open', value: { config } }], [1, { case: 'end', value: {} }]),
+          // 1 again (ended), 5, 3 (below 5), audio for 5, and a late cancel of 1 (ignored).
+          () => w([1, { case: 'open', value: { config } }], [5, { case: 'open', value: { config } }], [3, { case: 'open', value: { config } }],
+            [5, { case: 'audio', value: silence }], [5, { case: 'audio', value: pcm }], [5, { case: 'audio', value: silence }], [1, { case: 'cancel', value: {} }]));
+        check('TranscribeStreams', r, (o) => o.event.case === 'committed' && !!(o.event.value as { text: string }).text);
+      }
+      if (ctx.caps.rpcs.includes('SynthesizeStreams')) {
+        type Ev = MessageInitShape<typeof SynthesizeStreamsInputSchema>['event'];
+        const config = { model: ctx.opts.speechModel ?? '', language: 'en' };
+        const plenty = 0xffffffff;
+        const call = ctx.client.synthesizeStreams(md());
+        const w = (...inputs: [number, Ev][]) =>
+          call.write(create(SynthesizeStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+        const r = await drive(call as never,
+          () => w([1, { case: 'open', value: { config, credit: plenty } }], [1, { case: 'text', value: 'Hi.' }], [1, { case: 'end', value: {} }]),
+          // 1 again (ended), 5, 3 (below 5), text for 5, and a late credit and cancel of 1 (ignored).
+          () => w([1, { case: 'open', value: { config, credit: plenty } }], [5, { case: 'open', value: { config, credit: plenty } }],
+            [3, { case: 'open', value: { config, credit: plenty } }], [5, { case: 'text', value: 'Hello there.' }],
+            [1, { case: 'credit', value: 1000 }], [1, { case: 'cancel', value: {} }]));
+        check('SynthesizeStreams', r, (o) => o.event.case === 'chunk');
+      }
+    },
+  },
+  {
     name: 'Generate: text deltas then exactly one finish with usage',
     async run(ctx) {
       const req = create(GenerateRequestSchema, { messages: [{ role: Role.SYSTEM, content: 'You are terse.' }, { role: Role.USER, content: 'Hello there' }] });

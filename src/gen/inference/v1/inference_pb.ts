@@ -836,8 +836,10 @@ export const TranscribeStreamsRequestSchema: GenMessage<TranscribeStreamsRequest
  */
 export type TranscribeStreamsInput = Message$1<"inference.v1.TranscribeStreamsInput"> & {
   /**
-   * The caller's id of the stream, unique on the call: a new id's first input is `open`; an id is
-   * not used again on the same call once its stream has ended.
+   * The caller's id of the stream. Ids increase on the call: a new stream's id is greater than
+   * every id used before on the call, and its first input is `open`. An `open` with an id not
+   * greater (a stream that is open or has ended) gets that id a status INVALID_ARGUMENT; other
+   * inputs for a stream that has ended are ignored.
    *
    * @generated from field: uint64 stream = 1;
    */
@@ -1092,8 +1094,10 @@ export const SynthesizeStreamsRequestSchema: GenMessage<SynthesizeStreamsRequest
  */
 export type SynthesizeStreamsInput = Message$1<"inference.v1.SynthesizeStreamsInput"> & {
   /**
-   * The caller's id of the stream, unique on the call: a new id's first input is `open`; an id is
-   * not used again on the same call once its stream has ended.
+   * The caller's id of the stream. Ids increase on the call: a new stream's id is greater than
+   * every id used before on the call, and its first input is `open`. An `open` with an id not
+   * greater (a stream that is open or has ended) gets that id a status INVALID_ARGUMENT; other
+   * inputs for a stream that has ended are ignored.
    *
    * @generated from field: uint64 stream = 1;
    */
