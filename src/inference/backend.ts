@@ -182,6 +182,18 @@ interface Inbox {
   wake: (() => void) | null;
 }
 
+/**
+ * The HTTP/2 receive window of the connection that carries the calls many streams share (the
+ * muxes'), on the connection and on each stream (HTTP/2's default is 64 KB; grpc-js's
+ * `grpc-node.flow_control_window` sets both). One SynthesizeStreams call carries every
+ * session's replies: at 64 KB it waited for a window update every 64 KB of them, and a new
+ * reply's first audio queued behind the others' (at 1,000 sessions, 0.2–3 s at p50;
+ * bench/README.md, sixteenth pass). What the shared calls hold here is bounded by each stream's
+ * credit, not by this window. The pool's connections keep HTTP/2's 64 KB: there a window bounds
+ * what a per-call stream whose reader stopped (a slow `POST /v1/tts` client) holds on the
+ * platform. See docs/inference.md, "Flow control".
+ */
+export const SHARED_RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
@@ -195,6 +207,8 @@ export class Backend {
   private readonly o: Required<BackendOptions>;
   private closed = false;
   private nextConn = 0;
+  /** The connection of the shared calls (the muxes'), opened with the first of them. */
+  private shared: Conn | null = null;
   /** The backend's Capabilities question about TranscribeStreams and SynthesizeStreams, while asked. */
   private muxAsked: Promise<void> | null = null;
   private mux: RecognitionMux | null = null;
@@ -222,8 +236,14 @@ export class Backend {
       ...options,
     };
     this.limiter = new Limiter(this.o.maxConcurrentCalls, this.o.queueTimeoutMs);
-    this.conns = Array.from({ length: Math.max(1, Math.floor(this.o.channels)) }, () => ({
-      client: createGrpcClient(address, grpc.credentials.createInsecure(), {
+    this.conns = Array.from({ length: Math.max(1, Math.floor(this.o.channels)) }, () => this.connect());
+    this.client = this.conns[0].client;
+  }
+
+  /** A connection of its own (a channel with a local subchannel pool), with `extra` options. */
+  private connect(extra: grpc.ChannelOptions = {}): Conn {
+    return {
+      client: createGrpcClient(this.address, grpc.credentials.createInsecure(), {
         'grpc.keepalive_time_ms': this.o.keepaliveMs,
         'grpc.keepalive_timeout_ms': this.o.keepaliveTimeoutMs,
         'grpc.keepalive_permit_without_calls': 1,
@@ -232,6 +252,7 @@ export class Backend {
         'grpc.min_reconnect_backoff_ms': this.o.initialBackoffMs,
         'grpc.max_receive_message_length': 64 * 1024 * 1024,
         'grpc.max_send_message_length': 64 * 1024 * 1024,
+        ...extra,
         // Each channel gets its own connection (grpc-js shares one between equal channels otherwise).
         'grpc.use_local_subchannel_pool': 1,
         // Transparent retries only (no retry policy): a call the backend refused or that never
@@ -249,8 +270,7 @@ export class Backend {
       budget: new ResetBudget(this.o.resetBurst, this.o.resetRatePerS),
       deferred: new Set(),
       timer: null,
-    }));
-    this.client = this.conns[0].client;
+    };
   }
 
   /** Calls in flight through this client. */
@@ -548,9 +568,13 @@ export class Backend {
     return this.askMultiplex().then(() => this.synthMuxKnown ?? false);
   }
 
-  /** Opens a call that many streams share (the muxes'), counted on its connection until `done`. */
+  /**
+   * Opens a call that many streams share (the muxes'), counted on its connection until `done`.
+   * These calls have a connection of their own with a wide receive window
+   * (SHARED_RECEIVE_WINDOW_BYTES): their streams are flow-controlled by credit, not by HTTP/2.
+   */
   private async sharedCall<C>(open: (client: Conn['client']) => C): Promise<{ call: C; done: () => void }> {
-    const conn = this.pick();
+    const conn = (this.shared ??= this.connect({ 'grpc-node.flow_control_window': SHARED_RECEIVE_WINDOW_BYTES }));
     await this.ready(conn);
     conn.calls++;
     const call = open(conn.client);
@@ -698,7 +722,7 @@ export class Backend {
     this.closed = true;
     this.mux?.close();
     this.synthMux?.close();
-    for (const c of this.conns) {
+    for (const c of this.shared ? [...this.conns, this.shared] : this.conns) {
       this.drainDeferred(c); // closing: what waits for budget is reset now
       c.client.close();
     }
