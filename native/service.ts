@@ -167,10 +167,10 @@ export interface CallInfo {
 /** A request header's first value, or '' (the platform's `traceparent`, `x-request-id`, `x-team-id`). */
 const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
 const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
-/** The metadata a TranscribeStream call would carry, for a stream of a TranscribeStreams call (observed as its own call). */
 /** An input or output event of a shared call's stream (a oneof case and its value). */
 type SharedEvent = { case: string | undefined; value?: unknown };
 
+/** The metadata a TranscribeStream call would carry, for a stream of a TranscribeStreams call (observed as its own call). */
 function streamMetadata(requestId: string, teamId: string, traceparent: string): grpc.Metadata {
   const md = new grpc.Metadata();
   if (requestId) md.set('x-request-id', requestId);
