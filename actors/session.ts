@@ -60,7 +60,6 @@ export type SessionEvent =
   | { type: 'stt.failed'; error: unknown }
   /** The recognizer stream broke; a new one is being opened (caller audio is not heard meanwhile). */
   | { type: 'stt.lost'; error: unknown }
-  | { type: 'turn.speaking' }
   | { type: 'turn.done' }
   | { type: 'turn.hangup'; reason?: string }
   | { type: 'turn.failed'; error: unknown }
@@ -217,6 +216,8 @@ class TurnRun {
   chars: Timed[] = [];
   /** Set by a tool outcome (`hang_up_call`, a cold transfer): the session ends after this turn. */
   endSession: string | null = null;
+  /** The turn's first audio has been sent: the agent is `speaking` (it was `thinking`). */
+  speaking = false;
   /** Model calls that ended in tool calls, in order; the text after the last one is the reply. */
   steps: TurnStep[] = [];
   /** Calls of the last model call that were not followed by another one (hang-up, interruption). */
@@ -244,6 +245,7 @@ class TurnRun {
     private readonly sendBack: (e: SessionEvent) => void,
     private readonly onMetrics: (m: TurnMetrics, timeline: TurnTimeline) => void,
     private readonly tools: ToolCalls,
+    private readonly onSpeaking: () => void,
   ) {
     this.playout = new Playout(deps.clock, (pcm, playAt) => deps.output.audio(pcm, playAt), () => this.progress());
   }
@@ -444,7 +446,10 @@ class TurnRun {
       if (this.t.firstAudio === undefined) {
         this.t.firstAudio = this.deps.clock.now();
         this.metrics();
-        this.emit({ type: 'turn.speaking' });
+        if (!this.stopped) {
+          this.speaking = true;
+          this.onSpeaking();
+        }
       }
       await this.playout.enqueue(ev.pcm);
     }
@@ -471,7 +476,12 @@ export interface SessionHandle {
 /** What the machine shares with the handle around it (streams are not machine context). */
 interface SessionIo {
   stt: SttStream | null;
+  /** The agent's turn while `responding`. */
   turn: TurnRun | null;
+  /** The turn `responding` was just left with: settled by that step, stopped after it. */
+  leaving: TurnRun | null;
+  /** The turn's first audio went out: the agent state is now `speaking`. */
+  speaking(): void;
   turns: TurnMetrics[];
   /** Milliseconds of caller audio sent to the recognizer. */
   sttSentMs: number;
@@ -483,14 +493,6 @@ interface SessionIo {
   context(): Ctx;
   /** The session's tool calls. */
   tools: ToolCalls;
-}
-
-interface TurnInput {
-  plan: SessionPlan;
-  reply: Reply;
-  messages: ChatMessage[];
-  turnId: number;
-  timing: { speechEndedAt: number | null; recognitionMs: number | null; decideMs: number | null };
 }
 
 /** A message of the conversation as `session_items` keeps it (empty ones are not kept). */
@@ -560,7 +562,7 @@ function createSessionMachine() {
   const userText = (ctx: Ctx) => ctx.heard.trim();
 
   const base = setup({
-    types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan; rt: SessionRt }, tags: {} as 'initializing' | 'listening' | 'thinking' | 'speaking' },
+    types: { context: {} as Ctx, events: {} as SessionEvent, input: {} as { plan: SessionPlan; rt: SessionRt }, tags: {} as 'initializing' | 'listening' | 'responding' },
     actors: {
       openStt: fromPromise<SttStream, { language: string; rt: SessionRt }>(async ({ input, signal }) => input.rt.deps.backend.transcribe({ language: input.language, signal })),
       listen: fromCallback<SessionEvent, { language: string; rt: SessionRt }>(({ sendBack, input }) => {
@@ -660,22 +662,6 @@ function createSessionMachine() {
         })().catch((error) => { if (!stopped) sendBack({ type: 'stt.failed', error }); });
         return () => { stopped = true; stopPartials(); aborter.abort(); };
       }),
-      turn: fromCallback<SessionEvent, TurnInput & { rt: SessionRt }>(({ input, sendBack }) => {
-        const { deps, io } = input.rt;
-        const run = new TurnRun(deps, input.plan, input.turnId, input.reply, input.messages, input.timing, sendBack, (m, timeline) => {
-          io.turns.push(m);
-          deps.onTurn?.(m, timeline);
-        }, io.tools);
-        io.turn = run;
-        run.run().catch((error) => {
-          if (!run.ac.signal.aborted) sendBack({ type: 'turn.failed', error });
-        });
-        return () => {
-          run.stop();
-          // Settled before it stopped (the transition that left `responding` did that).
-          if (io.turn === run) io.turn = null;
-        };
-      }),
       toolCall: toolCallMachine,
     },
     delays: {
@@ -716,6 +702,39 @@ function createSessionMachine() {
       turnFailed: ({ context: { rt: { deps } }, event }) => {
         deps.log?.warn({ err: 'error' in event ? event.error : undefined }, 'turn failed');
         deps.output.message({ topic: 'agent-event', type: 'error', code: 'provider_error' });
+      },
+      /**
+       * The agent's turn starts (entering `responding`): a plain object of the session, not an
+       * actor of its own (a spawned actor per turn, with its snapshots and its place in the
+       * session's children, was a fifth of what the session machine allocated per turn). It
+       * reports to the session with events; leaving `responding` stops it.
+       */
+      startTurn: ({ context, self }) => {
+        const { deps, io } = context.rt;
+        const reply = context.reply ?? { kind: 'generate' as const, audio: true };
+        const system: ChatMessage = { role: 'system', content: [context.plan.systemPrompt, ...context.plan.context(deps.clock.now())].filter(Boolean).join('\n\n') };
+        const messages = [system, ...context.history];
+        // The opener's instructions go last, as the turn the model answers.
+        if (reply.kind === 'generate' && reply.instructions) messages.push({ role: 'user', content: reply.instructions });
+        const decideMs = context.speechEndedAt !== null ? context.plan.decideMs : null;
+        const timing = { speechEndedAt: context.speechEndedAt, recognitionMs: context.recognitionMs, decideMs };
+        const run = new TurnRun(deps, context.plan, context.turnId, reply, messages, timing, (e) => self.send(e), (m, timeline) => {
+          io.turns.push(m);
+          deps.onTurn?.(m, timeline);
+        }, io.tools, io.speaking);
+        io.turn = run;
+        run.run().catch((error) => {
+          if (!run.ac.signal.aborted) self.send({ type: 'turn.failed', error });
+        });
+      },
+      /**
+       * Leaving `responding`: the turn is settled by the transition's actions (they read
+       * `io.leaving`) and stopped once the step is over (the actor's observer), as an invoked
+       * actor was.
+       */
+      leaveTurn: ({ context: { rt: { io } } }) => {
+        io.leaving = io.turn;
+        io.turn = null;
       },
       attachStt: ({ context }, stt: SttStream) => {
         context.rt.io.stt = stt;
@@ -774,7 +793,7 @@ function createSessionMachine() {
 
   /** Settles the current agent turn, if one runs: final transcript, record, history. */
   const settleTurn = (interrupted: boolean) => base.enqueueActions(({ context, enqueue }) => {
-    const s = settlement(context.rt.io.turn, interrupted);
+    const s = settlement(context.rt.io.leaving, interrupted);
     if (s && (s.text || s.generated)) enqueue({ type: 'emitTranscript', params: { role: 'agent', segmentId: `agent-${s.turnId}`, text: s.text, final: true } });
     if (s) enqueue({ type: 'recordMessage', params: { role: 'assistant', content: s.text, turnId: s.turnId } });
     enqueue.assign({ history: s?.added.length ? [...context.history, ...s.added] : context.history, speechEndedAt: null, recognitionMs: null });
@@ -930,19 +949,11 @@ function createSessionMachine() {
             },
           },
           responding: {
-            type: 'parallel',
-            invoke: {
-              src: 'turn',
-              input: ({ context }) => {
-                const reply = context.reply ?? { kind: 'generate' as const, audio: true };
-                const system: ChatMessage = { role: 'system', content: [context.plan.systemPrompt, ...context.plan.context(context.rt.deps.clock.now())].filter(Boolean).join('\n\n') };
-                const messages = [system, ...context.history];
-                // The opener's instructions go last, as the turn the model answers.
-                if (reply.kind === 'generate' && reply.instructions) messages.push({ role: 'user', content: reply.instructions });
-                const decideMs = context.speechEndedAt !== null ? context.plan.decideMs : null;
-                return { plan: context.plan, reply, messages, turnId: context.turnId, timing: { speechEndedAt: context.speechEndedAt, recognitionMs: context.recognitionMs, decideMs }, rt: context.rt };
-              },
-            },
+            // The agent's turn runs while this state is active: `thinking` until its first audio,
+            // then `speaking` (the run knows which; agentStateOf).
+            tags: ['responding'],
+            entry: 'startTurn',
+            exit: 'leaveTurn',
             on: {
               'turn.done': [
                 { guard: 'endAfterTurn', target: '#ended', actions: ['settle', 'endPending'] },
@@ -954,27 +965,17 @@ function createSessionMachine() {
               'user.interrupt': { target: 'listening', actions: 'interrupt' },
               'user.message': { target: 'responding', reenter: true, actions: ['interrupt', 'takeTyped'] },
             },
+            // Barge-in: the caller talking over the agent.
+            initial: 'quiet',
             states: {
-              output: {
-                initial: 'thinking',
-                states: {
-                  thinking: { tags: ['thinking'], on: { 'turn.speaking': 'speaking' } },
-                  speaking: { tags: ['speaking'] },
-                },
+              quiet: {
+                on: { 'stt.speech_started': { guard: 'interruptible', target: 'callerTalking', actions: 'speechOn' } },
               },
-              barge: {
-                initial: 'quiet',
-                states: {
-                  quiet: {
-                    on: { 'stt.speech_started': { guard: 'interruptible', target: 'callerTalking', actions: 'speechOn' } },
-                  },
-                  callerTalking: {
-                    // Sensitivity `high` (no wait): the agent stops in the same step, not a timer later.
-                    always: { guard: 'bargeInNow', target: '#session.live.listening', actions: 'interrupt' },
-                    after: { bargeIn: { target: '#session.live.listening', actions: 'interrupt' } },
-                    on: { 'stt.speech_ended': { target: 'quiet', actions: 'speechOff' } },
-                  },
-                },
+              callerTalking: {
+                // Sensitivity `high` (no wait): the agent stops in the same step, not a timer later.
+                always: { guard: 'bargeInNow', target: '#session.live.listening', actions: 'interrupt' },
+                after: { bargeIn: { target: '#session.live.listening', actions: 'interrupt' } },
+                on: { 'stt.speech_ended': { target: 'quiet', actions: 'speechOff' } },
               },
             },
           },
@@ -988,10 +989,12 @@ function createSessionMachine() {
 const sessionMachine = createSessionMachine();
 type SessionMachine = typeof sessionMachine;
 
-/** The agent state the client sees, from the state's tags (untagged states are `idle`). */
-function agentStateOf(snap: SnapshotFrom<SessionMachine>): AgentState {
-  if (snap.hasTag('speaking')) return 'speaking';
-  if (snap.hasTag('thinking')) return 'thinking';
+/**
+ * The agent state the client sees, from the state's tags (untagged states are `idle`); while
+ * `responding`, the turn's run says whether it is still `thinking` or `speaking`.
+ */
+function agentStateOf(snap: SnapshotFrom<SessionMachine>, io: SessionIo): AgentState {
+  if (snap.hasTag('responding')) return io.turn?.speaking ? 'speaking' : 'thinking';
   if (snap.hasTag('listening')) return 'listening';
   if (snap.hasTag('initializing')) return 'initializing';
   return 'idle';
@@ -1025,6 +1028,12 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   const io: SessionIo = {
     stt: null,
     turn: null,
+    leaving: null,
+    speaking() {
+      if (done || state === 'speaking') return;
+      state = 'speaking';
+      deps.output.message({ topic: 'lk.agent.state', state });
+    },
     turns: [],
     sttSentMs: 0,
     sttBaseMs: 0,
@@ -1065,6 +1074,7 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
     done = true;
     io.tools.cancelAll();
     io.turn?.stop();
+    io.leaving?.stop();
     io.stt?.end();
     io.stt?.cancel();
     // Stopping the session stops its children (the turn, the listener, tool calls still running).
@@ -1075,11 +1085,17 @@ export function startSession(plan: SessionPlan, given: SessionDeps): SessionHand
   const actor = createActor(sessionMachine, { input: { plan, rt: { deps, io } }, clock: deps.clock });
   actor.subscribe({
     next(snap) {
+      // The turn left in this step, once the step's actions have settled it.
+      const left = io.leaving;
+      if (left) {
+        io.leaving = null;
+        left.stop();
+      }
       if (snap.status === 'done') {
         finish(snap.context.failed ? 'failed' : 'completed', snap.context.endReason ?? 'ended');
         return;
       }
-      const s = agentStateOf(snap);
+      const s = agentStateOf(snap, io);
       if (s !== state) {
         state = s;
         deps.output.message({ topic: 'lk.agent.state', state: s });
