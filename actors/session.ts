@@ -908,11 +908,19 @@ function createSessionMachine() {
           },
           idle: {
             always: { guard: 'hasAnnouncement', target: 'responding', actions: 'announce' },
-            after: {
-              reengage: [
-                { guard: 'nudged', target: 'responding', actions: 'farewell' },
-                { guard: 'reengageEnabled', target: 'responding', actions: 'nudge' },
-              ],
+            // Re-engagement is timed only when the agent has it: a timer armed and cancelled
+            // on every pause costs the session its scheduling for nothing otherwise.
+            initial: 'waiting',
+            states: {
+              waiting: { always: { guard: 'reengageEnabled', target: 'timed' } },
+              timed: {
+                after: {
+                  reengage: [
+                    { guard: 'nudged', target: '#session.live.responding', actions: 'farewell' },
+                    { target: '#session.live.responding', actions: 'nudge' },
+                  ],
+                },
+              },
             },
             on: {
               'stt.speech_started': { target: 'listening', actions: 'speechOn' },
@@ -926,19 +934,23 @@ function createSessionMachine() {
             initial: 'check',
             on: {
               'stt.speech_started': { target: '.hearing', actions: 'speechOn' },
-              'stt.speech_ended': { target: '.deciding', actions: 'speechOff' },
+              'stt.speech_ended': { target: '.check', actions: 'speechOff' },
               'user.message': { target: 'responding', actions: 'takeTyped' },
             },
             states: {
-              check: { always: [{ guard: 'userSpeaking', target: 'hearing' }, { target: 'deciding' }] },
-              hearing: {},
-              deciding: {
-                // A zero wait (eagerness `eager`) is taken at once: a 0 ms timer would still wait
-                // for the rest of the event loop's iteration, tens of milliseconds under load.
+              check: {
                 always: [
+                  { guard: 'userSpeaking', target: 'hearing' },
+                  // A zero wait (eagerness `eager`) is taken at once, without a timer: a 0 ms
+                  // timer would still wait for the rest of the event loop's iteration, tens of
+                  // milliseconds under load (and arming one to cancel it costs every turn).
                   { guard: 'decideNowHeard', target: '#session.live.responding', actions: 'takeUserTurn' },
                   { guard: 'decideNow', target: '#session.live.idle' },
+                  { target: 'deciding' },
                 ],
+              },
+              hearing: {},
+              deciding: {
                 after: {
                   decide: [
                     { guard: 'heardSomething', target: '#session.live.responding', actions: 'takeUserTurn' },
