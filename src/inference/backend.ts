@@ -188,7 +188,7 @@ interface Inbox {
  * `grpc-node.flow_control_window` sets both). One SynthesizeStreams call carries every
  * session's replies: at 64 KB it waited for a window update every 64 KB of them, and a new
  * reply's first audio queued behind the others' (at 1,000 sessions, 0.2–3 s at p50;
- * bench/README.md, sixteenth pass). What the shared calls hold here is bounded by each stream's
+ * bench/README.md, sixteenth pass (c)). What the shared calls hold here is bounded by each stream's
  * credit, not by this window. The pool's connections keep HTTP/2's 64 KB: there a window bounds
  * what a per-call stream whose reader stopped (a slow `POST /v1/tts` client) holds on the
  * platform. See docs/inference.md, "Flow control".

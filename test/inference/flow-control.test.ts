@@ -2,7 +2,7 @@
 // muxes'), with a receive window of SHARED_RECEIVE_WINDOW_BYTES on the connection and on each
 // stream (docs/inference.md, "Flow control"): with HTTP/2's 64 KB the one SynthesizeStreams call
 // that carries every session's replies waited for a window update every 64 KB, and a new
-// reply's first audio queued behind the others' (bench/README.md, sixteenth pass). The pool's
+// reply's first audio queued behind the others' (bench/README.md, sixteenth pass (c)). The pool's
 // connections keep 64 KB, which bounds what a per-call stream whose reader stopped holds.
 // A bare HTTP/2 server stands in for the backend: it lists the shared RPCs, answers nothing
 // else, and reads what each of the client's connections allows it to send.
