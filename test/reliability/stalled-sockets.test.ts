@@ -73,9 +73,13 @@ const warned = (msg: string, extra: (w: Record<string, unknown>) => boolean = ()
 
 t.test('a realtime client that stops reading is closed 4008; its response is cancelled and its slot freed', async (t) => {
   const stalled = await open(`${wsBase}/compat/v1/realtime?model=gpt-realtime`, app.auth);
-  stalled.sock.pause();
   // Far more audio than the kernel's buffers and the 1 MiB mark hold (base64 PCM at 24 kHz).
   stalled.sock.send(JSON.stringify({ type: 'response.create', response: { instructions: 'A long answer the client never reads. '.repeat(200) } }));
+  // The client stops reading once its response's audio flows, so that the response holds the
+  // team's only speech slot before the first synthesis below asks for it (sent earlier, that
+  // request could reach the node first, take the slot and leave the response refused).
+  await until(() => stalled.texts.some((x) => JSON.parse(x).type === 'response.output_audio.delta'), 'the response audio began');
+  stalled.sock.pause();
   // While the response holds the team's only speech slot, synthesis is refused; once the
   // stalled socket is closed the slot is free and another client is served.
   const refused = new Set<number>();
@@ -86,6 +90,7 @@ t.test('a realtime client that stops reading is closed 4008; its response is can
   }, 'a synthesis served');
   t.ok([...refused].every((s) => s === 429), `synthesis refused only for the held slot (${[...refused]})`);
   t.ok(warned('realtime client not reading: closed 4008'), 'the node closed the stalled reader');
+  if (!warned('realtime client not reading: closed 4008')) return void stalled.sock.terminate();
   stalled.sock.resume();
   const c = await stalled.closed;
   foundClosed(t, c, 'reading again, the client finds the close');
