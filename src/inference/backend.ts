@@ -278,7 +278,7 @@ export class Backend {
     return this.limiter.inUse;
   }
 
-  /** Streams still open on the wire, per connection (abandoned ones included until they end). */
+  /** Streams still open on the wire, per connection of the pool (abandoned ones included until they end; the shared calls' connection apart). */
   get openStreams(): number[] {
     return this.conns.map((c) => c.calls);
   }
