@@ -40,6 +40,7 @@ import { ServiceError } from '../errors.ts';
 import { fromGrpcError } from './errors.ts';
 import { createGrpcClient, type InferenceGrpcClient } from './grpc-service.ts';
 import { Limiter } from './limiter.ts';
+import { abortReason, statusError } from './stream-mux.ts';
 import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
 import { SynthesisMux, type SynthesisMuxCall } from './synthesis-mux.ts';
 
@@ -126,7 +127,6 @@ export interface BackendHealth {
   inFlight: number;
 }
 
-const abortReason = (signal: AbortSignal) => signal.reason ?? Object.assign(new Error('aborted'), { name: 'AbortError' });
 
 /** A token bucket: `burst` tokens, refilled at `ratePerS`. */
 export class ResetBudget {
@@ -197,7 +197,7 @@ export const SHARED_RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
-const cancelledError = () => fromGrpcError(Object.assign(new Error('Call cancelled'), { code: grpc.status.CANCELLED, details: 'Call cancelled', metadata: new grpc.Metadata() }));
+const cancelledError = () => statusError(grpc.status.CANCELLED, 'Call cancelled');
 
 export class Backend {
   /** The first connection's raw client (the others are in the pool). */
