@@ -5,7 +5,7 @@
 // the call keeps serving its other streams.
 import * as grpc from '@grpc/grpc-js';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startBackend } from '../../native/server.ts';
 import { createGrpcClient } from '../../src/inference/grpc-service.ts';
 import {
@@ -55,13 +55,19 @@ function watch(call: grpc.ClientDuplexStream<unknown, { outputs: Out[] }>) {
 
 const { OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED } = grpc.status;
 
-t.test('TranscribeStreams: many streams on one call; an open with an id not greater is refused, the rest goes on', async (t) => {
-  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', maxConcurrentCalls: 3 });
+/** A client of a native backend of its own (synthetic engine), both closed with the test. */
+async function clientOf(t: Test, o: { maxConcurrentCalls?: number } = {}) {
+  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic', ...o });
   const client = createGrpcClient(backend.address);
   t.teardown(async () => {
     client.close();
     await backend.close();
   });
+  return client;
+}
+
+t.test('TranscribeStreams: many streams on one call; an open with an id not greater is refused, the rest goes on', async (t) => {
+  const client = await clientOf(t, { maxConcurrentCalls: 3 });
   type Ev = MessageInitShape<typeof TranscribeStreamsInputSchema>['event'];
   const call = client.transcribeStreams();
   const w = (...inputs: [number, Ev][]) =>
@@ -104,12 +110,7 @@ t.test('TranscribeStreams: many streams on one call; an open with an id not grea
 });
 
 t.test('SynthesizeStreams: many streams on one call; an open with an id not greater is refused, the rest goes on', async (t) => {
-  const backend = await startBackend({ address: '127.0.0.1:0', engine: 'synthetic' });
-  const client = createGrpcClient(backend.address);
-  t.teardown(async () => {
-    client.close();
-    await backend.close();
-  });
+  const client = await clientOf(t);
   type Ev = MessageInitShape<typeof SynthesizeStreamsInputSchema>['event'];
   const call = client.synthesizeStreams();
   const w = (...inputs: [number, Ev][]) =>
