@@ -125,6 +125,14 @@ t.test('analysis: a job cut off by a restart runs on the next node; a backend th
       if (row!.analysis_status === 'running') break;
       await new Promise((r) => setTimeout(r, 20));
     }
+    // `call.ended` is delivered at least once: a node stopped between the receiver's answer and
+    // its delivery row would leave the next node to send it again. This test is about the
+    // analysis job, so node 1 stops only once its delivery is recorded.
+    for (;;) {
+      const rows = await first.db.sql<{ status: string }[]>`select status from webhook_deliveries where session_id = ${sessionId} and event = 'call.ended'`;
+      if (rows[0]?.status === 'delivered') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   } finally {
     await first.close();
   }
