@@ -64,20 +64,60 @@ export interface SpeechCallOptions extends SpeechOptions {
 export const speechStats = { segmentsSynthesized: 0, activeSyntheses: 0 };
 
 /**
+ * A call's chunks as the contract numbers them: sequence numbers and sample offsets over the
+ * whole call, and a WAV call's header before its first audio. The native engines' timeline and
+ * the provider engines' (providers/timeline.ts) both hand out chunks through one.
+ */
+export class ChunkNumbering {
+  private sequence = 0n;
+  /** Samples handed out so far. */
+  offsetSamples = 0;
+  private wroteHeader = false;
+  constructor(private readonly encoding: AudioEncoding) {}
+
+  /** The next chunk: `audio` (`samples` 16-bit samples at `rate`) with its words and characters. */
+  next(audio: Uint8Array, samples: number, rate: number, words: Timed[], chars: Timed[], estimated: boolean, final: boolean): AudioChunk {
+    const wav = this.encoding === AudioEncoding.WAV;
+    if (wav && !this.wroteHeader) {
+      this.wroteHeader = true;
+      const h = wavHeader(rate);
+      const both = new Uint8Array(h.length + audio.length);
+      both.set(h);
+      both.set(audio, h.length);
+      audio = both;
+    }
+    const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
+    const c = create(AudioChunkSchema, {
+      audio,
+      sampleRateHz: rate,
+      encoding: wav ? AudioEncoding.WAV : AudioEncoding.PCM_S16LE,
+      sequence: this.sequence++,
+      offsetSamples: BigInt(this.offsetSamples),
+      offsetMs: (this.offsetSamples / rate) * 1000,
+      durationMs: (samples / rate) * 1000,
+      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg), estimated: estimated && (words.length > 0 || chars.length > 0) }),
+      final,
+    });
+    this.offsetSamples += samples;
+    return c;
+  }
+}
+
+/**
  * One call's audio timeline: sequence numbers, sample offsets, pacing clock. Segments are
  * synthesized one ahead of the one being sent, so the engine works while chunks pace out.
  */
 export class SpeechTimeline {
-  private sequence = 0n;
-  private offsetSamples = 0;
+  private readonly chunks: ChunkNumbering;
   private rateHz = 0;
   private startedAt = 0;
-  private wroteHeader = false;
   constructor(
     private readonly engine: SpeechEngine,
     private readonly opts: SpeechCallOptions,
     private readonly signal: AbortSignal,
-  ) {}
+  ) {
+    this.chunks = new ChunkNumbering(opts.encoding);
+  }
 
   /** Synthesizes `segments` and hands out chunks; the last chunk has `final` set when `finalAtEnd`. */
   async run(segments: string[], write: (c: AudioChunk) => Promise<void>, finalAtEnd: boolean): Promise<void> {
@@ -105,7 +145,7 @@ export class SpeechTimeline {
         next?.catch(() => {});
         this.rateHz ||= piece.sampleRateHz;
         const pcm = applyGainDb(piece.pcm, this.opts.volumeDb);
-        const baseMs = (this.offsetSamples / this.rateHz) * 1000;
+        const baseMs = (this.chunks.offsetSamples / this.rateHz) * 1000;
         const shift = (t: Timed) => ({ text: t.text, startMs: t.startMs + baseMs, endMs: t.endMs + baseMs });
         const words = piece.words.map(shift);
         const chars = piece.chars.map(shift);
@@ -113,7 +153,7 @@ export class SpeechTimeline {
         const lastSegment = i === segments.length - 1;
         for (let s = 0; s < pcm.length || s === 0; s += per) {
           const slice = pcm.subarray(s, Math.min(pcm.length, s + per));
-          const endMs = ((this.offsetSamples + slice.length) / this.rateHz) * 1000;
+          const endMs = ((this.chunks.offsetSamples + slice.length) / this.rateHz) * 1000;
           const isLast = s + per >= pcm.length;
           // A word or character belongs to the chunk its start falls in; the segment's last
           // chunk takes whatever is left.
@@ -141,28 +181,7 @@ export class SpeechTimeline {
 
   private chunk(pcm: Int16Array, words: Timed[], chars: Timed[], final: boolean): AudioChunk {
     const rate = this.rateHz || this.opts.sampleRateHz || this.engine.defaultSampleRateHz;
-    let audio = pcmBytes(pcm);
-    if (this.opts.encoding === AudioEncoding.WAV && !this.wroteHeader) {
-      this.wroteHeader = true;
-      const h = wavHeader(rate);
-      const both = new Uint8Array(h.length + audio.length);
-      both.set(h);
-      both.set(audio, h.length);
-      audio = both;
-    }
-    const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
-    const c = create(AudioChunkSchema, {
-      audio,
-      sampleRateHz: rate,
-      encoding: this.opts.encoding === AudioEncoding.WAV ? AudioEncoding.WAV : AudioEncoding.PCM_S16LE,
-      sequence: this.sequence++,
-      offsetSamples: BigInt(this.offsetSamples),
-      offsetMs: (this.offsetSamples / rate) * 1000,
-      durationMs: (pcm.length / rate) * 1000,
-      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg), estimated: !!this.engine.estimatedAlignment && (words.length > 0 || chars.length > 0) }),
-      final,
-    });
-    this.offsetSamples += pcm.length;
-    return c;
+    return this.chunks.next(pcmBytes(pcm), pcm.length, rate, words, chars, !!this.engine.estimatedAlignment, final);
   }
+
 }

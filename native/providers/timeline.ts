@@ -2,9 +2,9 @@
 // cut into `chunkMs` pieces as it streams, sequence numbers and offsets over the whole call,
 // gain applied, alignment per chunk (align.ts). Segments (one provider request each, or one
 // stretch of a live socket) follow one another on the call's timeline.
-import { create } from '@bufbuild/protobuf';
-import { AlignmentSchema, AudioChunkSchema, AudioEncoding, SegmentSchema, type AudioChunk } from '../../src/gen/inference/v1/inference_pb.ts';
-import { applyGainDb, StreamResampler, wavHeader } from '../audio.ts';
+import type { AudioChunk, AudioEncoding } from '../../src/gen/inference/v1/inference_pb.ts';
+import { applyGainDb, StreamResampler } from '../audio.ts';
+import { ChunkNumbering } from '../speech.ts';
 import type { Timed } from '../engines/types.ts';
 import { ESTIMATED_CHARS_PER_S, SegmentAligner } from './align.ts';
 
@@ -27,13 +27,12 @@ export interface TimelineOptions {
 
 /** One call's chunks, across segments. */
 export class ProviderTimeline {
-  private sequence = 0n;
-  private offsetSamples = 0;
+  private readonly chunks: ChunkNumbering;
   private rateHz: number;
-  private wroteHeader = false;
 
   constructor(private readonly o: TimelineOptions) {
     this.rateHz = o.sampleRateHz;
+    this.chunks = new ChunkNumbering(o.encoding);
   }
 
   get sampleRateHz(): number {
@@ -42,7 +41,7 @@ export class ProviderTimeline {
 
   /** Milliseconds of audio handed out so far. */
   get offsetMs(): number {
-    return this.rateHz ? (this.offsetSamples / this.rateHz) * 1000 : 0;
+    return this.rateHz ? (this.chunks.offsetSamples / this.rateHz) * 1000 : 0;
   }
 
   /** Starts a segment speaking `text`; `timestamps`: the provider sends character timings. */
@@ -63,33 +62,12 @@ export class ProviderTimeline {
 
   /** @internal */
   chunk(pcm: Int16Array, words: Timed[], chars: Timed[], estimated: boolean, final: boolean): AudioChunk {
-    const rate = this.rateHz || 24000;
     // The samples' own bytes (little-endian host, as tts-openai.ts checks): `pcm` is this chunk's.
     const gained = applyGainDb(pcm, this.o.volumeDb);
-    let audio = new Uint8Array(gained.buffer, gained.byteOffset, gained.byteLength);
-    if (this.o.encoding === AudioEncoding.WAV && !this.wroteHeader) {
-      this.wroteHeader = true;
-      const h = wavHeader(rate);
-      const both = new Uint8Array(h.length + audio.length);
-      both.set(h);
-      both.set(audio, h.length);
-      audio = both;
-    }
-    const seg = (t: Timed) => create(SegmentSchema, { text: t.text, startMs: t.startMs, endMs: t.endMs });
-    const c = create(AudioChunkSchema, {
-      audio,
-      sampleRateHz: rate,
-      encoding: this.o.encoding === AudioEncoding.WAV ? AudioEncoding.WAV : AudioEncoding.PCM_S16LE,
-      sequence: this.sequence++,
-      offsetSamples: BigInt(this.offsetSamples),
-      offsetMs: (this.offsetSamples / rate) * 1000,
-      durationMs: (pcm.length / rate) * 1000,
-      alignment: create(AlignmentSchema, { segments: words.map(seg), characters: chars.map(seg), estimated: estimated && (words.length > 0 || chars.length > 0) }),
-      final,
-    });
-    this.offsetSamples += pcm.length;
-    return c;
+    const audio = new Uint8Array(gained.buffer, gained.byteOffset, gained.byteLength);
+    return this.chunks.next(audio, pcm.length, this.rateHz || 24000, words, chars, estimated, final);
   }
+
 }
 
 /** One segment's audio on the timeline. */
