@@ -66,19 +66,37 @@ function formatterCache(make: (timeZone: string) => Intl.DateTimeFormat): (timeZ
 const dateFormat = formatterCache((timeZone) => new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }));
 const timeFormat = formatterCache((timeZone) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }));
 
+/**
+ * `format` remembered per zone for the minute of `at`: every turn's world-context line formats
+ * the local time, and `formatToParts` was ~1 % of a busy node's thread. A zone's local date and
+ * time change only on a whole minute (every zone's offset has been whole minutes since 1972).
+ */
+function perMinute(format: (at: Date, timeZone: string) => string): (at: Date, timeZone: string) => string {
+  const last = new Map<string, { minute: number; value: string }>();
+  return (at, timeZone) => {
+    const minute = Math.floor(at.getTime() / 60_000);
+    const hit = last.get(timeZone);
+    if (hit && hit.minute === minute) return hit.value;
+    const value = format(at, timeZone); // an invalid zone or date throws here and is not kept
+    if (!hit && last.size >= FORMATTER_CACHE_MAX) last.clear();
+    last.set(timeZone, { minute, value });
+    return value;
+  };
+}
+
 /** `YYYY-MM-DD` of `at` in `timeZone`. */
-export function localDate(at: Date, timeZone: string): string {
+export const localDate = perMinute((at, timeZone) => {
   const parts = dateFormat(timeZone).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)!.value;
   return `${get('year')}-${get('month')}-${get('day')}`;
-}
+});
 
 /** `HH:MM` (24 h) of `at` in `timeZone`. */
-export function localTime(at: Date, timeZone: string): string {
+export const localTime = perMinute((at, timeZone) => {
   const parts = timeFormat(timeZone).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)!.value;
   return `${get('hour')}:${get('minute')}`;
-}
+});
 
 export interface SystemVariableInput {
   channel: Channel;

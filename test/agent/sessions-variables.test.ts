@@ -1,5 +1,5 @@
 import t from 'tap';
-import { localDate, promptVariables, renderTemplate, resolveTimezone, splitSecretVariables, systemVariables, worldContext } from '../../src/sessions/variables.ts';
+import { localDate, localTime, promptVariables, renderTemplate, resolveTimezone, splitSecretVariables, systemVariables, worldContext } from '../../src/sessions/variables.ts';
 
 t.test('renderTemplate: {{name}} and {{system.name}}; unmatched placeholders stay literal', async (t) => {
   const vars = { customer: 'Ada', visits: 3, vip: true, 'system.timezone': 'Europe/Paris' };
@@ -47,4 +47,13 @@ t.test('world context: date and zone at start, local time to the minute per turn
   t.equal(localDate(at, 'America/New_York'), '2026-07-04');
   t.equal(worldContext('start', at, 'Asia/Tokyo'), 'Current date: 2026-07-05. Time zone: Asia/Tokyo.');
   t.equal(worldContext('turn', at, 'Europe/London'), 'Current local time: 00:05 (Europe/London).');
+  // Asked again within and across a minute, a day and a zone (the values are remembered per minute).
+  t.equal(worldContext('turn', new Date('2026-07-04T23:05:59.999Z'), 'Europe/London'), 'Current local time: 00:05 (Europe/London).');
+  t.equal(worldContext('turn', new Date('2026-07-04T23:06:00Z'), 'Europe/London'), 'Current local time: 00:06 (Europe/London).');
+  t.equal(worldContext('turn', new Date('2026-07-04T23:06:00Z'), 'Asia/Kolkata'), 'Current local time: 04:36 (Asia/Kolkata).');
+  t.equal(localDate(new Date('2026-07-04T23:59:59.999Z'), 'UTC'), '2026-07-04');
+  t.equal(localDate(new Date('2026-07-05T00:00:00Z'), 'UTC'), '2026-07-05');
+  t.equal(localDate(new Date('2026-07-04T23:59:59.999Z'), 'UTC'), '2026-07-04', 'an earlier minute again');
+  t.throws(() => localDate(new Date(Number.NaN), 'UTC'), RangeError, 'an invalid date still throws');
+  t.throws(() => localTime(at, 'Mars/Olympus'), RangeError, 'an unknown zone still throws');
 });
