@@ -133,9 +133,24 @@ async function loadTypesOnce(sql: Sql): Promise<void> {
 async function ensureSchema(url: string, schema: string): Promise<void> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    await sql`create schema if not exists ${sql(schema)}`;
+    await createSchema(sql, schema);
   } finally {
     await sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Creates `schema` unless it exists. Postgres's `create schema if not exists` is not atomic: of
+ * two sessions creating the same new schema at once (the workers of one node, or nodes starting
+ * together on a new database), one may fail with a unique violation on the catalog, or with
+ * `duplicate_schema`. Either means another created it, which is all this needs.
+ */
+export async function createSchema(sql: Sql, schema: string): Promise<void> {
+  try {
+    await sql`create schema if not exists ${sql(schema)}`;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== '23505' && code !== '42P06') throw err;
   }
 }
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { openDatabase, type Database } from '../../src/store/db.ts';
+import { createSchema, openDatabase, type Database } from '../../src/store/db.ts';
 import { listMigrations, migrate } from '../../src/store/migrate.ts';
 import { randomSchema } from '../../src/platform.ts';
 
@@ -33,17 +33,33 @@ t.test('embedded store: two pools migrating one PGlite at once', (t) =>
 t.test('real Postgres: two nodes migrating one database at once', { skip: !process.env.DATABASE_URL && 'DATABASE_URL is not set' }, (t) =>
   concurrentStarts(t, async () => {
     const schema = randomSchema();
-    const a = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory', schema });
-    const b = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory', schema });
+    // Opened at once too: both create the schema (two workers of a node do so on a new database).
+    const [a, b] = await Promise.all([0, 1].map(() => openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory', schema })));
     t.teardown(async () => {
       const { default: postgres } = await import('postgres');
       const sql = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
       await sql`drop schema ${sql(schema)} cascade`;
       await sql.end();
     });
-    return [a, b];
+    return [a!, b!];
   }),
 );
+
+t.test('real Postgres: sessions creating one new schema at once all succeed', { skip: !process.env.DATABASE_URL && 'DATABASE_URL is not set' }, async (t) => {
+  const { default: postgres } = await import('postgres');
+  // Connected first, so the creations meet in the server (as two workers' starts did in a bench).
+  const conns = Array.from({ length: 6 }, () => postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} }));
+  t.teardown(() => Promise.all(conns.map((c) => c.end())));
+  await Promise.all(conns.map((c) => c`select 1`));
+  for (let round = 0; round < 10; round++) {
+    const schema = randomSchema();
+    const made = await Promise.allSettled(conns.map((c) => createSchema(c as never, schema)));
+    const [row] = await conns[0]!<{ n: number }[]>`select count(*)::int as n from pg_namespace where nspname = ${schema}`;
+    await conns[0]!`drop schema if exists ${conns[0]!(schema)} cascade`;
+    t.same(made.map((o) => (o.status === 'fulfilled' ? 'created' : String(o.reason?.message))), Array(6).fill('created'), `round ${round + 1}: all six succeeded`);
+    t.equal(row!.n, 1, 'and the schema exists');
+  }
+});
 
 t.test('a failing migration rolls back and is not recorded', async (t) => {
   const db = await openDatabase({ dataDir: 'memory' });
