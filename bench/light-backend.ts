@@ -21,7 +21,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
-import { startBackend } from '../native/server.ts';
+import { readNativeConfig } from '../native/config.ts';
+import { startBackend, stopWithParent } from '../native/server.ts';
 import type { StreamEvent } from '../native/engines/synthetic-engine.ts';
 import type { SpeechEngine, SpeechPiece } from '../native/engines/types.ts';
 import type { StreamRecognizer } from '../native/service.ts';
@@ -130,4 +131,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const stop = () => void backend.close().then(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  if (readNativeConfig().parentPipe) stopWithParent(stop);
 }

@@ -197,6 +197,22 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
   };
 }
 
+/**
+ * Stops a launched backend when the platform that launched it is gone: its stdin is a pipe from
+ * the platform (`NativeConfig.parentPipe`), which ends when the platform exits, however it exits.
+ * Without this a platform killed with SIGKILL left its backend running, holding its memory and
+ * port, and a restarted platform launched another beside it. A close that hangs is cut at 5 s.
+ */
+export function stopWithParent(stop: () => void): void {
+  const gone = () => {
+    setTimeout(() => process.exit(0), 5000).unref();
+    stop();
+  };
+  process.stdin.once('end', gone);
+  process.stdin.once('error', gone);
+  process.stdin.resume();
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   let cfg: ReturnType<typeof readNativeConfig>;
   try {
@@ -216,6 +232,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       const stop = () => { backend.close().then(() => process.exit(0)); };
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
+      if (cfg.parentPipe) stopWithParent(stop);
     },
     (err) => {
       // On stdout, the channel a supervising platform reads the ready line from (and on stderr for a person).

@@ -61,9 +61,12 @@ function startChild(address: string, o: NativeProcessOptions): { child: ChildPro
       ...inheritedEnvironment(),
       ...o.env,
       BACKEND_ADDRESS: address,
+      // Its stdin is a pipe this process never writes: the child stops when it ends
+      // (`parentPipe`, native/config.ts), so a platform killed outright leaves no backend behind.
+      PARLEY_BACKEND_PARENT_PIPE: '1',
       ...(o.engine ? { PARLEY_SPEECH_ENGINE: o.engine } : {}),
     },
-    stdio: ['ignore', 'pipe', o.stderr ?? 'inherit'],
+    stdio: ['pipe', 'pipe', o.stderr ?? 'inherit'],
   });
   const ready = new Promise<string>((resolve, reject) => {
     let buf = '';
