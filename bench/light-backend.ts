@@ -22,7 +22,7 @@
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import { readNativeConfig } from '../native/config.ts';
-import { startBackend, stopWithParent } from '../native/server.ts';
+import { startBackend, stopWhenAsked } from '../native/server.ts';
 import type { StreamEvent } from '../native/engines/synthetic-engine.ts';
 import type { SpeechEngine, SpeechPiece } from '../native/engines/types.ts';
 import type { StreamRecognizer } from '../native/service.ts';
@@ -128,8 +128,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   });
   logger.info({ address: backend.address }, 'light bench backend listening');
   process.stdout.write(`${JSON.stringify({ ready: true, address: backend.address })}\n`);
-  const stop = () => void backend.close().then(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  if (readNativeConfig().parentPipe) stopWithParent(stop);
+  stopWhenAsked(backend, readNativeConfig().parentPipe);
 }

@@ -53,7 +53,7 @@ export interface NativeConfig {
   logLevel: string;
   providers: ProvidersConfig;
   /**
-   * Launched by the platform (PARLEY_BACKEND_PARENT_PIPE=1, set by src/inference/native-process.ts):
+   * Launched by the platform (PARLEY_BACKEND_PARENT_PIPE=1, set by src/inference/native-process.ts; native/server.ts `stopWhenAsked`):
    * stdin is a pipe from the platform that is never written, and its end means the platform is
    * gone, however it went (a SIGKILL too): the backend then stops instead of living on alone.
    */
@@ -136,9 +136,6 @@ export function readProviders(env: Env = process.env): ProvidersConfig {
 }
 
 /** Every setting of the native backend from `env`. Throws on a malformed value (at start-up). */
-/** Set by the platform for the backend it launches (see `NativeConfig.parentPipe`). */
-export const PARENT_PIPE_ENV = 'PARLEY_BACKEND_PARENT_PIPE';
-
 export function readNativeConfig(env: Env = process.env): NativeConfig {
   return {
     address: str(env, 'BACKEND_ADDRESS') ?? '127.0.0.1:50051',
@@ -150,7 +147,7 @@ export function readNativeConfig(env: Env = process.env): NativeConfig {
     timingsFile: str(env, 'PARLEY_BACKEND_TIMINGS'),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     providers: readProviders(env),
-    parentPipe: str(env, PARENT_PIPE_ENV) === '1',
+    parentPipe: str(env, 'PARLEY_BACKEND_PARENT_PIPE') === '1',
   };
 }
 

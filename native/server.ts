@@ -198,12 +198,17 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
 }
 
 /**
- * Stops a launched backend when the platform that launched it is gone: its stdin is a pipe from
- * the platform (`NativeConfig.parentPipe`), which ends when the platform exits, however it exits.
- * Without this a platform killed with SIGKILL left its backend running, holding its memory and
- * port, and a restarted platform launched another beside it. A close that hangs is cut at 5 s.
+ * How a backend program stops: on SIGTERM or SIGINT, and, launched by the platform
+ * (`parentPipe`), when the platform is gone: its stdin is then a pipe from the platform, which
+ * ends when the platform exits, however it exits. Without that a platform killed with SIGKILL
+ * left its backend running, holding its memory and port, and a restarted platform launched
+ * another beside it. A close that hangs after the platform went is cut at 5 s.
  */
-export function stopWithParent(stop: () => void): void {
+export function stopWhenAsked(backend: Pick<Backend, 'close'>, parentPipe: boolean): void {
+  const stop = () => void backend.close().then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  if (!parentPipe) return;
   const gone = () => {
     setTimeout(() => process.exit(0), 5000).unref();
     stop();
@@ -229,10 +234,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       const where = (p?: { kind: string; baseUrl: string; model: string }) => (p ? `${p.kind} ${p.baseUrl} ${p.model}` : 'built in');
       logger.info({ address: backend.address, engine: cfg.speechEngine, llm: where(llm), stt: where(stt), tts: where(tts) }, 'native backend listening');
       process.stdout.write(`${JSON.stringify({ ready: true, address: backend.address })}\n`);
-      const stop = () => { backend.close().then(() => process.exit(0)); };
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
-      if (cfg.parentPipe) stopWithParent(stop);
+      stopWhenAsked(backend, cfg.parentPipe);
     },
     (err) => {
       // On stdout, the channel a supervising platform reads the ready line from (and on stderr for a person).

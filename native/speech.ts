@@ -183,5 +183,4 @@ export class SpeechTimeline {
     const rate = this.rateHz || this.opts.sampleRateHz || this.engine.defaultSampleRateHz;
     return this.chunks.next(pcmBytes(pcm), pcm.length, rate, words, chars, !!this.engine.estimatedAlignment, final);
   }
-
 }

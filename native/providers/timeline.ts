@@ -67,7 +67,6 @@ export class ProviderTimeline {
     const audio = new Uint8Array(gained.buffer, gained.byteOffset, gained.byteLength);
     return this.chunks.next(audio, pcm.length, this.rateHz || 24000, words, chars, estimated, final);
   }
-
 }
 
 /** One segment's audio on the timeline. */

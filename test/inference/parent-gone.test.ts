@@ -1,6 +1,6 @@
 // A backend launched by the platform stops when the platform is gone, however it went: a
 // platform killed with SIGKILL must not leave its backend running (native/server.ts,
-// `stopWithParent`). The same for the bench's light backend, which the bench launches alike.
+// `stopWhenAsked`). The same for the bench's light backend, which the bench launches alike.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
