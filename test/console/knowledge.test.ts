@@ -1,5 +1,5 @@
 // The console's Knowledge page: upload a text file, the list, the agents using it, delete (409 explained).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -9,6 +9,7 @@ t.test('upload, list, used by, delete', { skip: browserSkip }, async (t) => {
   const rig = await startConsole(t);
   const { page, app } = rig;
   const dir = mkdtempSync(join(os.tmpdir(), 'parley-kb-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'hours.md');
   writeFileSync(file, '# Opening hours\n\nThe hotel desk is open from 7 am to 11 pm every day.\n\nBreakfast is served from 7 to 10.\n');
 

@@ -1,6 +1,6 @@
 // The console's Speech page: synthesis played and downloadable, a voice created from an
 // uploaded sample and played, deleted; a file transcribed with word timings.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -16,6 +16,7 @@ t.test('synthesize, create and play a voice, transcribe', { skip: browserSkip },
   const rig = await startConsole(t);
   const { page, app } = rig;
   const dir = mkdtempSync(join(os.tmpdir(), 'parley-speech-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const sample = join(dir, 'sample.wav');
   writeFileSync(sample, speechWav('this is my voice sample for the library'));
   const question = join(dir, 'question.wav');

@@ -1,20 +1,24 @@
 // The console's Test call by microphone: Chromium's fake capture device plays a WAV of the
 // synthetic engine asking a question; the question appears as the caller's transcript, the
 // agent's answer is transcribed and its audio played (the SDK's browser audio helpers).
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { fakeMicrophoneWav } from '../helpers/browser.ts';
 import { browserSkip, startConsole } from './harness.ts';
 
 const QUESTION = 'what is the weather in paris';
 
-/** A second of silence, the question, four seconds of silence, for the fake microphone. */
-const questionWav = () => fakeMicrophoneWav(join(mkdtempSync(join(os.tmpdir(), 'parley-mic-')), 'question.wav'), QUESTION, 1000, 4000);
+/** A second of silence, the question, four seconds of silence, for the fake microphone (its folder removed at teardown). */
+const questionWav = (t: Test) => {
+  const dir = mkdtempSync(join(os.tmpdir(), 'parley-mic-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return fakeMicrophoneWav(join(dir, 'question.wav'), QUESTION, 1000, 4000);
+};
 
 t.test('a test call by microphone: the question transcribed, the answer heard', { skip: browserSkip }, async (t) => {
-  const rig = await startConsole(t, { launch: { fakeMicrophone: questionWav() }, server: { backendOptions: { pacing: 'realtime' } } });
+  const rig = await startConsole(t, { launch: { fakeMicrophone: questionWav(t) }, server: { backendOptions: { pacing: 'realtime' } } });
   const { page, app } = rig;
   const agent = (await app.req('POST', '/v1/agent/agents', { name: 'Weather line', config: { prompt: { first_message_mode: 'off' } } })).body;
   t.equal((await app.req('POST', `/v1/agent/agents/${agent.agent_id}/publish`)).status, 200);
