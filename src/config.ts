@@ -153,6 +153,15 @@ export interface Config {
    * of the node's CPU (bench/README.md, twelfth pass).
    */
   heapGrowthPercent: number;
+  /**
+   * How much of that growth the old generation uses before V8 starts marking it for the next
+   * full collection, in percent (`PARLEY_GC_MARKING_START_PERCENT`, default
+   * GC_MARKING_START_DEFAULT, 1–99; 0: V8's own rule). V8's rule starts marking as soon as the
+   * room left is below its young generation's size (32 MB): with ~70 MB live at 300 talking
+   * sessions that is always, so it marked the whole heap every 0.5 s (bench/README.md, eighteenth
+   * pass; D-SCALE-8). Process-wide, applied at start with `heapGrowthPercent`.
+   */
+  gcMarkingStartPercent: number;
 }
 
 /** What `startPlatform` and tests may set over the environment (`phoneCalls` merges field by field). */
@@ -209,6 +218,14 @@ const nonNegativeInt = (name: string, n: number): number => {
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
 /** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth pass). */
 export const HEAP_GROWTH_DEFAULT = 25;
+/** `PARLEY_GC_MARKING_START_PERCENT`'s default (bench/README.md, eighteenth pass). */
+export const GC_MARKING_START_DEFAULT = 80;
+
+/** A whole percent from `min` to `max` (a setting's value, refused at start when outside it). */
+const percentInRange = (name: string, n: number, min: number, max: number): number => {
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole percent from ${min} to ${max}, got ${n}`);
+  return n;
+};
 
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const num = (name: string, def: number): number => {
@@ -274,6 +291,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     otlpEndpoint: str('OTEL_EXPORTER_OTLP_ENDPOINT'),
     logPii: env.PARLEY_LOG_PII === 'true',
     heapGrowthPercent: nonNegativeInt('PARLEY_HEAP_GROWTH_PERCENT', num('PARLEY_HEAP_GROWTH_PERCENT', HEAP_GROWTH_DEFAULT)),
+    gcMarkingStartPercent: percentInRange('PARLEY_GC_MARKING_START_PERCENT', num('PARLEY_GC_MARKING_START_PERCENT', GC_MARKING_START_DEFAULT), 0, 99),
   };
   return { ...config, ...overrides, phoneCalls: { ...config.phoneCalls, ...overrides.phoneCalls } };
 }

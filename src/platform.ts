@@ -129,7 +129,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const mark = (phase: string) => void (startup[phase] = Math.round(performance.now() - began));
   const config = loadConfig(opts.env, opts.config);
   const log = opts.log ?? createLogger({ level: config.logLevel, pii: config.logPii });
-  applyHeapGrowth(config.heapGrowthPercent);
+  applyHeapGrowth(config.heapGrowthPercent, config.gcMarkingStartPercent);
   const worker = opts.worker;
   // The process's own metrics (CPU, memory) are counted once per node: by its worker 0.
   const metrics = new Metrics({ processMetrics: !worker || worker.index === 0 });
