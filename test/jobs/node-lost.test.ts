@@ -6,6 +6,9 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import http from 'node:http';
 import postgres from 'postgres';
 import WebSocket from 'ws';
@@ -55,7 +58,10 @@ t.test('the sessions of a killed node are ended node_lost by the other, settled 
     DATABASE_URL: url.toString(), REDIS_URL: REDIS_URL!, PARLEY_BOOTSTRAP_KEY: key, BACKEND_ADDRESS: backend.address,
     PARLEY_NATIVE_BACKEND: 'false', PARLEY_NODE_STALE_MS: '2000', PARLEY_OUTBOUND_ALLOW: hookAddr, PARLEY_DATA_DIR: 'memory',
   };
-  const a = await serve(t, { ...env, PARLEY_NODE_ID: 'node-a' });
+  // Node A is killed, so it cannot remove its ephemeral recordings folder: it gets one the test removes.
+  const recordingsA = mkdtempSync(join(tmpdir(), 'parley-node-lost-'));
+  t.teardown(() => rmSync(recordingsA, { recursive: true, force: true }));
+  const a = await serve(t, { ...env, PARLEY_NODE_ID: 'node-a', PARLEY_RECORDINGS_DIR: recordingsA });
   await untilReady(a.url);
   const b = await serve(t, { ...env, PARLEY_NODE_ID: 'node-b' });
   await untilReady(b.url);
