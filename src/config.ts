@@ -209,8 +209,9 @@ const positiveInt = (name: string, n: number): number => {
   return n;
 };
 
+/** A whole number, 0 or more (milliseconds, a count or a percent: the setting's name says which). */
 const nonNegativeInt = (name: string, n: number): number => {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number of milliseconds (0 for none), got ${n}`);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, 0 or more, got ${n}`);
   return n;
 };
 
