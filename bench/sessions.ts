@@ -434,6 +434,8 @@ async function main() {
   second?.child.send({ type: 'measure' });
   const othersCpu0 = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, procCpuSeconds(pids)]));
   const machine0 = machineCpuSeconds();
+  // The Postgres and Redis servers over the window (every client's: other work counts too).
+  const servers0 = serverCpu();
   // The platform's event loop over the window: how late timers fire, and the GC pauses.
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
@@ -475,6 +477,9 @@ async function main() {
     return [k, now === null || othersCpu0[k] === null ? null : round((now - othersCpu0[k]!) / wallS, 3)];
   }));
   const machine1 = machineCpuSeconds();
+  const servers1 = serverCpu();
+  if (process.env.DATABASE_URL) othersCores.postgres = round(servers1.postgres(servers0) / wallS, 3);
+  if (process.env.REDIS_URL) othersCores.redis = round(servers1.redis(servers0) / wallS, 3);
   loopDelay.disable();
   gcObserver.disconnect();
   gcPauses.sort((x, y) => x - y);
