@@ -25,6 +25,7 @@ import { AudioBatcher } from './audio-batch.ts';
 import type { Sql } from '../store/db.ts';
 import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, undoSessionActive, type SessionRow } from './store.ts';
 import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
+import { ItemBatcher, type ItemBatcherOptions } from './item-batch.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
 import { DEFAULT_VOICE_ID } from '../agent-config/defaults.ts';
 import { knowledgeRetriever } from '../knowledge/retrieval.ts';
@@ -313,6 +314,8 @@ export interface RuntimeOptions {
   outboundAllow?: string[];
   /** Bounds of the records kept while the store is unreachable (tests shorten the backoff). */
   recordWriter?: Pick<RecordWriterOptions, 'maxPendingItems' | 'endRetryMs' | 'backoffMs'>;
+  /** The items' batch window (tests); default item-batch.ts's. */
+  itemBatch?: ItemBatcherOptions;
   /** Per-speaker recording of sessions with `record_audio` (src/recordings/); none when unset. */
   recordings?: { start(sessionId: string, now: () => number): SessionRecorder };
 }
@@ -335,9 +338,12 @@ export class SessionRuntime {
    */
   private readonly undoing = new Map<string, Promise<void>>();
   private unsubscribe: (() => Promise<void>) | null = null;
+  /** Every live session's items of this loop, written together (item-batch.ts). */
+  private readonly items: ItemBatcher;
 
   constructor(private readonly o: RuntimeOptions) {
     this.clock = o.clock;
+    this.items = new ItemBatcher(o.sql, o.itemBatch);
     this.nodeId = o.nodeId ?? `${os.hostname()}:${process.pid}`;
     this.supervisor = new Supervisor({ maxSessions: o.maxSessions, shared: o.sharedCapacity, clock: o.clock, registry: o.registry, log: o.log });
   }
@@ -516,7 +522,7 @@ export class SessionRuntime {
     const clock = this.clock;
     // Store writes in order, one at a time; the end waits for them. While the store is
     // unreachable they wait in memory and are retried (record-writer.ts).
-    const writer = new SessionRecordWriter({ sql: this.o.sql, sessionId: session.id, log, ...this.o.recordWriter });
+    const writer = new SessionRecordWriter({ sql: this.o.sql, sessionId: session.id, log, append: this.items.append.bind(this.items), ...this.o.recordWriter });
     const record = (items: SessionItem[]) => writer.add(items);
     // Set when the custom LLM failed for good: the session ends once the apology has been spoken.
     let endWhenIdle: string | null = null;

@@ -341,24 +341,41 @@ export interface SessionItemRow {
   created_at: Date;
 }
 
+/** Items to append to one session's record, in order; `ref` as `appendSessionItems` says. */
+export interface SessionItemsAppend {
+  sessionId: string;
+  items: { type: string; payload: unknown; ref?: string }[];
+}
+
 /**
  * Appends transcript / tool items in order (`seq` continues from the last item), in one
  * statement; a concurrent append that took the same `seq` is retried. An item with a `ref`
  * that the session already holds is skipped: a batch retried after a lost answer (its commit
  * unknown) writes only what is missing, and the items' `seq` stay contiguous.
  */
-export async function appendSessionItems(sql: Sql, sessionId: string, items: { type: string; payload: unknown; ref?: string }[]): Promise<void> {
-  if (items.length === 0) return;
-  const list = items.map((i) => ({ type: i.type, payload: i.payload, ref: i.ref ?? null }));
+export function appendSessionItems(sql: Sql, sessionId: string, items: { type: string; payload: unknown; ref?: string }[]): Promise<void> {
+  return appendItemsOfSessions(sql, [{ sessionId, items }]);
+}
+
+/**
+ * `appendSessionItems` for several sessions in one statement (`item-batch.ts`): each session's
+ * items in its own order, its `seq` from its own last item; items of a session that does not
+ * exist are dropped. One commit for all of them, where one statement per session cost a commit,
+ * a round trip and the driver's work per turn (bench/README.md, "Nineteenth pass").
+ */
+export async function appendItemsOfSessions(sql: Sql, groups: SessionItemsAppend[]): Promise<void> {
+  const list = groups.flatMap((g) => g.items.map((i) => ({ s: g.sessionId, type: i.type, payload: i.payload, ref: i.ref ?? null })));
+  if (list.length === 0) return;
   for (let attempt = 0; ; attempt++) {
     try {
       await sql`
         insert into session_items (session_id, seq, type, payload, ref)
-        select s.id, coalesce((select max(seq) from session_items where session_id = s.id), 0) + row_number() over (order by e.ord),
+        select s.id, coalesce((select max(seq) from session_items where session_id = s.id), 0)
+            + row_number() over (partition by s.id order by e.ord),
           e.item->>'type', e.item->'payload', e.item->>'ref'
-        from sessions s, jsonb_array_elements(${sql.json(list as never)}::jsonb) with ordinality as e(item, ord)
-        where s.id = ${sessionId}
-          and not exists (select 1 from session_items x where x.session_id = s.id and x.ref = e.item->>'ref')`;
+        from jsonb_array_elements(${sql.json(list as never)}::jsonb) with ordinality as e(item, ord)
+        join sessions s on s.id = e.item->>'s'
+        where not exists (select 1 from session_items x where x.session_id = s.id and x.ref = e.item->>'ref')`;
       return;
     } catch (err) {
       if ((err as { code?: string }).code !== '23505' || attempt >= 5) throw err;

@@ -2,6 +2,7 @@ import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { appendSessionItems, getSessionRuntime, insertSessions, listSessionItems, markSessionActive, markSessionEnded, refundExpiredHolds, type NewSession } from '../../src/sessions/store.ts';
 import { CreationBatcher } from '../../src/sessions/creation-batch.ts';
+import { ItemBatcher } from '../../src/sessions/item-batch.ts';
 import { PRICE, anon, credit, makeAgent } from './sessions-helpers.ts';
 
 /** The store functions the session runtime calls (docs/sessions-contract.md). */
@@ -173,6 +174,30 @@ t.test('insertSessions: a batch decides each creation as one statement per creat
   t.same((await ledger(a.teamId)).map((e) => [e.amount, e.reason, e.ref]), [[-PRICE, 'session_hold', items[0]!.session.id], [-PRICE, 'session_hold', items[3]!.session.id]]);
   const stored = await sql`select id from sessions where id in ${sql(items.map((x) => x.session.id))}`;
   t.equal(stored.length, 4, 'nothing stored for a refused creation');
+});
+
+t.test('ItemBatcher: several sessions\' items in one batch, each in its own order; a refused item fails only its own session', async (t) => {
+  const [a, b, c] = [await newSession(), await newSession(), await newSession()];
+  await appendSessionItems(sql, a.id, [{ type: 'message', payload: { content: 'first', turn_id: 0 } }]);
+  const msg = (content: string, ref: string) => ({ type: 'message', payload: { content, turn_id: 1 }, ref });
+  const batcher = new ItemBatcher(sql, { windowMs: 20, maxItems: 3 });
+  const results = await Promise.allSettled([
+    batcher.append(a.id, [msg('a1', 'r1'), msg('a2', 'r2')]),
+    batcher.append(b.id, [msg('b1', 'r1')]),
+    // jsonb cannot hold a NUL: the whole statement is refused, then each session is written alone.
+    batcher.append(c.id, [msg('c\u0000', 'r1')]),
+    batcher.append('sess_000000000000000000000000', [msg('nobody', 'r1')]),
+    batcher.append(b.id, []),
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  const contents = async (id: string) => (await listSessionItems(sql, id)).map((i) => [i.seq, i.payload.content]);
+  t.same(await contents(a.id), [[1, 'first'], [2, 'a1'], [3, 'a2']], 'seq continues from the session\'s own last item');
+  t.same(await contents(b.id), [[1, 'b1']]);
+  t.same(await contents(c.id), [], 'the refused item is not stored');
+  // Written again (a retry after a lost answer): the refs skip what was stored.
+  await Promise.all([batcher.append(a.id, [msg('a2', 'r2'), msg('a3', 'r3')]), batcher.append(b.id, [msg('b1', 'r1')])]);
+  t.same(await contents(a.id), [[1, 'first'], [2, 'a1'], [3, 'a2'], [4, 'a3']]);
+  t.same(await contents(b.id), [[1, 'b1']]);
 });
 
 t.test('CreationBatcher: concurrent creations share a statement; a row the store refuses fails only its own creation', async (t) => {
