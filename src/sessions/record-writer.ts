@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { isConnectionError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sql } from '../store/db.ts';
-import { appendSessionItems, markSessionEnded } from './store.ts';
+import { markSessionEnded } from './store.ts';
 
 export interface SessionEndRecord {
   status: 'completed' | 'failed';
@@ -23,8 +23,8 @@ export interface RecordWriterOptions {
   sql: Sql;
   sessionId: string;
   log: Logger;
-  /** How items reach the store (the runtime's `ItemBatcher`); default one statement per call. */
-  append?: (sessionId: string, items: { type: string; payload: unknown; ref: string }[]) => Promise<void>;
+  /** How items reach the store: the runtime's `ItemBatcher` (item-batch.ts), with every live session's. */
+  append: (sessionId: string, items: { type: string; payload: unknown; ref: string }[]) => Promise<void>;
   /** Items kept while the store is unreachable, at most; later ones are dropped (and counted). Default 2,000. */
   maxPendingItems?: number;
   /** How long after the session ended its record is retried, default 10 minutes. */
@@ -122,7 +122,7 @@ export class SessionRecordWriter {
     while (!this.stopped && this.pending.length) {
       const batch = this.pending.slice(0, BATCH);
       try {
-        await (this.o.append ? this.o.append(this.o.sessionId, batch) : appendSessionItems(this.o.sql, this.o.sessionId, batch));
+        await this.o.append(this.o.sessionId, batch);
         this.pending.splice(0, batch.length);
         this.recovered();
       } catch (err) {

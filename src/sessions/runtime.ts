@@ -25,7 +25,7 @@ import { AudioBatcher } from './audio-batch.ts';
 import type { Sql } from '../store/db.ts';
 import { getSessionRuntime, markSessionActive, markSessionEnded, refundExpiredHolds, undoSessionActive, type SessionRow } from './store.ts';
 import { SessionRecordWriter, type RecordWriterOptions } from './record-writer.ts';
-import { ItemBatcher, type ItemBatcherOptions } from './item-batch.ts';
+import { ItemBatcher } from './item-batch.ts';
 import type { StoredDraft } from '../agent-config/index.ts';
 import { DEFAULT_VOICE_ID } from '../agent-config/defaults.ts';
 import { knowledgeRetriever } from '../knowledge/retrieval.ts';
@@ -314,8 +314,6 @@ export interface RuntimeOptions {
   outboundAllow?: string[];
   /** Bounds of the records kept while the store is unreachable (tests shorten the backoff). */
   recordWriter?: Pick<RecordWriterOptions, 'maxPendingItems' | 'endRetryMs' | 'backoffMs'>;
-  /** The items' batch window (tests); default item-batch.ts's. */
-  itemBatch?: ItemBatcherOptions;
   /** Per-speaker recording of sessions with `record_audio` (src/recordings/); none when unset. */
   recordings?: { start(sessionId: string, now: () => number): SessionRecorder };
 }
@@ -343,7 +341,7 @@ export class SessionRuntime {
 
   constructor(private readonly o: RuntimeOptions) {
     this.clock = o.clock;
-    this.items = new ItemBatcher(o.sql, o.itemBatch);
+    this.items = new ItemBatcher(o.sql);
     this.nodeId = o.nodeId ?? `${os.hostname()}:${process.pid}`;
     this.supervisor = new Supervisor({ maxSessions: o.maxSessions, shared: o.sharedCapacity, clock: o.clock, registry: o.registry, log: o.log });
   }

@@ -177,23 +177,26 @@ t.test('insertSessions: a batch decides each creation as one statement per creat
 });
 
 t.test('ItemBatcher: several sessions\' items in one batch, each in its own order; a refused item fails only its own session', async (t) => {
-  const [a, b, c] = [await newSession(), await newSession(), await newSession()];
+  const [a, b, c, d] = [await newSession(), await newSession(), await newSession(), await newSession()];
   await appendSessionItems(sql, a.id, [{ type: 'message', payload: { content: 'first', turn_id: 0 } }]);
   const msg = (content: string, ref: string) => ({ type: 'message', payload: { content, turn_id: 1 }, ref });
   const batcher = new ItemBatcher(sql, { windowMs: 20, maxItems: 3 });
   const results = await Promise.allSettled([
     batcher.append(a.id, [msg('a1', 'r1'), msg('a2', 'r2')]),
     batcher.append(b.id, [msg('b1', 'r1')]),
-    // jsonb cannot hold a NUL: the whole statement is refused, then each session is written alone.
+    // The second statement (at most 3 items each): jsonb cannot hold a NUL, so it is refused
+    // whole, then each session is written alone.
     batcher.append(c.id, [msg('c\u0000', 'r1')]),
+    batcher.append(d.id, [msg('d1', 'r1')]),
     batcher.append('sess_000000000000000000000000', [msg('nobody', 'r1')]),
     batcher.append(b.id, []),
   ]);
-  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
   const contents = async (id: string) => (await listSessionItems(sql, id)).map((i) => [i.seq, i.payload.content]);
   t.same(await contents(a.id), [[1, 'first'], [2, 'a1'], [3, 'a2']], 'seq continues from the session\'s own last item');
   t.same(await contents(b.id), [[1, 'b1']]);
   t.same(await contents(c.id), [], 'the refused item is not stored');
+  t.same(await contents(d.id), [[1, 'd1']], 'the session beside it in the refused statement is stored');
   // Written again (a retry after a lost answer): the refs skip what was stored.
   await Promise.all([batcher.append(a.id, [msg('a2', 'r2'), msg('a3', 'r3')]), batcher.append(b.id, [msg('b1', 'r1')])]);
   t.same(await contents(a.id), [[1, 'first'], [2, 'a1'], [3, 'a2'], [4, 'a3']]);
