@@ -2,11 +2,14 @@
  * `/metrics` of a node of several workers: whichever worker takes the request asks the others
  * for their registries and sums them (prom-client's `AggregatorRegistry.aggregate`), so the
  * node's figures read as one node's. What differs by worker carries a `worker` label:
- * `parley_worker_sessions_live` and `parley_worker_event_loop_busy_seconds_total` (the time its
- * event loop was busy, from `performance.eventLoopUtilization`: the worker's share of the CPU).
- * The process's own metrics (CPU, memory, `nodejs_*`) come from worker 0 alone.
+ * `parley_worker_sessions_live`, `parley_worker_event_loop_busy_seconds_total` (the time its
+ * event loop was busy, from `performance.eventLoopUtilization`: the worker's share of the CPU)
+ * and its JavaScript heap, `parley_worker_heap_used_bytes` and `parley_worker_heap_size_bytes`
+ * (each worker has a heap of its own). The process's own metrics (CPU, memory, `nodejs_*`)
+ * come from worker 0 alone.
  */
 import { performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
 import client from 'prom-client';
 import type { WorkerRole } from '../modules.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -30,6 +33,24 @@ export function workerMetrics(metrics: Metrics, worker: WorkerRole): void {
     registers: [metrics.registry],
     collect() {
       this.set(labels, performance.eventLoopUtilization().active / 1000);
+    },
+  });
+  new client.Gauge({
+    name: 'parley_worker_heap_used_bytes',
+    help: 'JavaScript heap in use on each worker of this node.',
+    labelNames: ['worker'],
+    registers: [metrics.registry],
+    collect() {
+      this.set(labels, v8.getHeapStatistics().used_heap_size);
+    },
+  });
+  new client.Gauge({
+    name: 'parley_worker_heap_size_bytes',
+    help: 'JavaScript heap reserved on each worker of this node (used and free).',
+    labelNames: ['worker'],
+    registers: [metrics.registry],
+    collect() {
+      this.set(labels, v8.getHeapStatistics().total_heap_size);
     },
   });
   const own = () => metrics.registry.getMetricsAsJSON();

@@ -138,6 +138,11 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
   t.equal(total(metrics, 'parley_sessions_live'), calls.length, '/metrics sums the live sessions of both workers');
   t.equal(total(metrics, 'parley_worker_sessions_live'), calls.length, 'and splits them by worker');
   t.ok(total(metrics, 'parley_session_turns_total') >= calls.length, 'turns of both workers are counted');
+  // Each worker's own heap (the process's parley_nodejs_* metrics are worker 0's).
+  const used = samples(metrics, 'parley_worker_heap_used_bytes').map((s) => s.value);
+  const size = samples(metrics, 'parley_worker_heap_size_bytes').map((s) => s.value);
+  t.equal(used.length, 2, 'each worker\'s heap in use');
+  t.ok(used.every((u, i) => u > 1_000_000 && u <= size[i]!), `a live heap within the reserved one on each worker (${used.join(', ')} of ${size.join(', ')} bytes)`);
 
   // A resume: the socket drops and the client reconnects to the same address; the kernel may
   // put it on either worker. Until one lands on the worker not holding the session.
