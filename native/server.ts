@@ -80,17 +80,22 @@ export interface Backend {
  * connection at 64 KB and grpc-js's server has no option to change it. The platform streams every
  * caller's audio over a few connections (~32 KB/s per session): at 64 KB per connection it waited
  * for a window update every two seconds of one session's audio, and at 700 sessions recognition
- * fell ~2.7 s behind the audio (bench/README.md).
+ * fell ~2.7 s behind the audio (bench/README.md). Twice STREAM_WINDOW_BYTES: the one stream that
+ * carries every session's audio may fill its window and leave as much to the others on its
+ * connection (SynthesizeStreams' credits among them: without them no reply's audio comes back).
  */
-export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
+export const CONNECTION_WINDOW_BYTES = 32 * 1024 * 1024;
 /**
  * Receive window of each stream (HTTP/2's default is 64 KB). One TranscribeStreams call carries
- * every session's caller audio (~32 KB/s each: ~10 MB/s at 300 sessions), which a 64 KB window
- * would hold to a window update every few milliseconds of audio; 4 MB is ~125 ms of 1,000
- * sessions' audio. A stream of one session's audio never has that much in flight, and the
- * connection's window bounds them all together.
+ * every session's caller audio (~32 KB/s each: 32 MB/s at 1,000 sessions), and a stream carries
+ * at most a window per round trip (the data reaching the backend, its window update back), so
+ * the window must hold more audio than the slowest round trip lasts. 16 MB is ~500 ms of 1,000
+ * sessions' audio. 4 MB (~125 ms) was too little on a busy machine: when a round trip took
+ * longer, less than the audio's rate went through and recognition fell behind, in one run by
+ * 5.4 s for good (bench/README.md, twentieth pass (b)). A stream of one session's audio never
+ * has that much in flight, and the connection's window bounds them all together.
  */
-export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+export const STREAM_WINDOW_BYTES = 16 * 1024 * 1024;
 
 /** Opens each new connection's receive window to `bytes` (see CONNECTION_WINDOW_BYTES). */
 function widenConnectionWindows(server: grpc.Server, bytes: number, log: Logger): void {
