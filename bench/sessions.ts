@@ -258,6 +258,9 @@ async function main() {
   if (workerCount > 1 && (!process.env.DATABASE_URL || !process.env.REDIS_URL)) throw new Error('--workers N needs DATABASE_URL and REDIS_URL (several workers share them)');
   const timelines: TurnTimeline[] = [];
   let node: ParleyNode | null = null;
+  // KB per session of a memory difference; null without sessions, or with workers (the bench
+  // collects garbage and reads memory on its main thread only: the differences came out negative).
+  const kbPer = (bytes: number, sessions: number) => (sessions && !node ? round(bytes / sessions / 1024, 1) : null);
   let platform: { url: string; db: Database; state: { kind: string }; close(): Promise<void> };
   if (workerCount > 1) {
     const started = await startNode({ env: { ...process.env }, config: { ...nodeConfig, workers: workerCount }, dbSchema, log: createLogger({ level: 'warn' }) });
@@ -380,11 +383,11 @@ async function main() {
       sessions_held: connected.held,
       sessions_failed: connected.failed,
       idle_sessions: rest.held,
-      memory_per_idle_session_kb: rest.held && !node ? round((memIdle.rss - memQuiet.rss) / idleHere / 1024, 1) : null,
-      heap_and_buffers_per_idle_session_kb: rest.held && !node ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
-      heap_per_idle_session_kb: rest.held && !node ? round((memIdle.heapUsed - memQuiet.heapUsed) / idleHere / 1024, 1) : null,
-      array_buffers_per_idle_session_kb: rest.held && !node ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
-      external_per_idle_session_kb: rest.held && !node ? round((memIdle.external - memQuiet.external) / idleHere / 1024, 1) : null,
+      memory_per_idle_session_kb: kbPer(memIdle.rss - memQuiet.rss, idleHere),
+      heap_and_buffers_per_idle_session_kb: kbPer(memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers, idleHere),
+      heap_per_idle_session_kb: kbPer(memIdle.heapUsed - memQuiet.heapUsed, idleHere),
+      array_buffers_per_idle_session_kb: kbPer(memIdle.arrayBuffers - memQuiet.arrayBuffers, idleHere),
+      external_per_idle_session_kb: kbPer(memIdle.external - memQuiet.external, idleHere),
       machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
       ...(node ? { note_workers: 'the *_per_idle_session_kb figures are null with workers: the bench collects garbage and reads the heap on its main thread only' } : {}),
     }));
@@ -532,11 +535,11 @@ async function main() {
     },
     platform_cpu_ms_per_talking_session_second: held ? round((platformCores * 1000) / held, 3) : null,
     platform_cpu_ms_per_talking_session_second_at_baseline: first.held ? round(((baseCpu.user + baseCpu.system) / 1e3 / baseWallS) / first.held, 3) : null,
-    memory_per_talking_session_kb: held && !node ? round((memDuring.rss - memBefore.rss) / heldHere / 1024, 1) : null,
-    memory_per_idle_session_kb: rest.held && !node ? round((memIdle.rss - memQuiet.rss) / idleHere / 1024, 1) : null,
-    heap_and_buffers_per_idle_session_kb: rest.held && !node ? round((memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
-    array_buffers_per_idle_session_kb: rest.held && !node ? round((memIdle.arrayBuffers - memQuiet.arrayBuffers) / idleHere / 1024, 1) : null,
-    heap_and_buffers_per_talking_session_kb: held && !node ? round((memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers) / heldHere / 1024, 1) : null,
+    memory_per_talking_session_kb: kbPer(memDuring.rss - memBefore.rss, heldHere),
+    memory_per_idle_session_kb: kbPer(memIdle.rss - memQuiet.rss, idleHere),
+    heap_and_buffers_per_idle_session_kb: kbPer(memIdle.heapUsed + memIdle.arrayBuffers - memQuiet.heapUsed - memQuiet.arrayBuffers, idleHere),
+    array_buffers_per_idle_session_kb: kbPer(memIdle.arrayBuffers - memQuiet.arrayBuffers, idleHere),
+    heap_and_buffers_per_talking_session_kb: kbPer(memDuring.heapUsed + memDuring.arrayBuffers - memBefore.heapUsed - memBefore.arrayBuffers, heldHere),
     machine: { cores: os.cpus().length, load_average_1m_at_end: round(os.loadavg()[0]!, 2) },
     backend: light ? 'light (bench/light-backend.ts)' : 'native (synthetic engine)',
     platform_first: platformFirst,

@@ -35,24 +35,22 @@ export function workerMetrics(metrics: Metrics, worker: WorkerRole): void {
       this.set(labels, performance.eventLoopUtilization().active / 1000);
     },
   });
-  new client.Gauge({
-    name: 'parley_worker_heap_used_bytes',
-    help: 'JavaScript heap in use on each worker of this node.',
-    labelNames: ['worker'],
-    registers: [metrics.registry],
-    collect() {
-      this.set(labels, v8.getHeapStatistics().used_heap_size);
-    },
-  });
-  new client.Gauge({
-    name: 'parley_worker_heap_size_bytes',
-    help: 'JavaScript heap reserved on each worker of this node (used and free).',
-    labelNames: ['worker'],
-    registers: [metrics.registry],
-    collect() {
-      this.set(labels, v8.getHeapStatistics().total_heap_size);
-    },
-  });
+  // Each worker's own heap: the process's `nodejs_*` heap metrics are worker 0's.
+  const heap = [
+    ['parley_worker_heap_used_bytes', 'JavaScript heap in use on each worker of this node.', 'used_heap_size'],
+    ['parley_worker_heap_size_bytes', 'JavaScript heap reserved on each worker of this node (used and free).', 'total_heap_size'],
+  ] as const;
+  for (const [name, help, field] of heap) {
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['worker'],
+      registers: [metrics.registry],
+      collect() {
+        this.set(labels, v8.getHeapStatistics()[field]);
+      },
+    });
+  }
   const own = () => metrics.registry.getMetricsAsJSON();
   worker.siblings.serveMetrics(own);
   metrics.gather = async () => {
