@@ -78,6 +78,12 @@ export interface Config {
   /** Live sessions one node holds (`PARLEY_MAX_SESSIONS`, shared by its workers); past it, creation answers 503. */
   maxSessions: number;
   /**
+   * Past this wait, in ms, of caller audio (or synthesis input) written to the inference backend
+   * and not yet sent, session creation answers 503 until it is sent
+   * (`PARLEY_MAX_INFERENCE_BACKLOG_MS`, default 1000; 0: never). docs/inference.md, "Send backlog".
+   */
+  maxInferenceBacklogMs: number;
+  /**
    * Event loops (worker threads) of this node, all serving `PORT` (`PARLEY_WORKERS`; see
    * `workerCount`). 1 is the single loop of the main thread. Several need DATABASE_URL and
    * REDIS_URL: the embedded store and the in-memory shared state live in one thread.
@@ -272,6 +278,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     publicRatePerAgent: num('PARLEY_PUBLIC_RATE_PER_AGENT', 60),
     publicRatePerIp: num('PARLEY_PUBLIC_RATE_PER_IP', 10),
     maxSessions: num('PARLEY_MAX_SESSIONS', 2000),
+    maxInferenceBacklogMs: num('PARLEY_MAX_INFERENCE_BACKLOG_MS', 1000),
     nodeStaleMs: positiveInt('PARLEY_NODE_STALE_MS', num('PARLEY_NODE_STALE_MS', 20_000)),
     inferenceMaxCalls: env.PARLEY_INFERENCE_MAX_CALLS ? positiveInt('PARLEY_INFERENCE_MAX_CALLS', num('PARLEY_INFERENCE_MAX_CALLS', 0)) : undefined,
     sessionPricePerMinuteMicros: BigInt(Math.round(num('PARLEY_SESSION_PRICE_PER_MINUTE', 0.1) * 1_000_000)),

@@ -195,6 +195,14 @@ interface Inbox {
  */
 export const SHARED_RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
+/** What waits to leave on the shared calls (Backend.sendBacklog). */
+export interface SendBacklog {
+  recognition: { bytes: number; ageMs: number };
+  /** Its inputs are text and credits: the age only. */
+  synthesis: { bytes: number; ageMs: number };
+}
+const NO_BACKLOG = { bytes: 0, ageMs: 0 };
+
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
 const cancelledError = () => statusError(grpc.status.CANCELLED, 'Call cancelled');
@@ -276,6 +284,17 @@ export class Backend {
   /** Calls in flight through this client. */
   get inFlight(): number {
     return this.limiter.inUse;
+  }
+
+  /**
+   * What the shared calls have written that has not left for this backend yet (docs/inference.md,
+   * "Send backlog"): recognition's bytes (caller audio) and, for each call, how long its oldest
+   * waiting write has waited. Per-call streams (a backend without the shared calls) are not counted.
+   */
+  sendBacklog(): SendBacklog {
+    const r = this.mux?.backlog() ?? NO_BACKLOG;
+    const s = this.synthMux?.backlog() ?? NO_BACKLOG;
+    return { recognition: r, synthesis: { bytes: 0, ageMs: s.ageMs } };
   }
 
   /** Streams still open on the wire, per connection of the pool (abandoned ones included until they end; the shared calls' connection apart). */

@@ -16,6 +16,7 @@ import {
   type SynthesizeInput,
   type TranscribeConfigInput,
   type TranscriptionSession,
+  type SendBacklog,
 } from './backend.ts';
 import { DEFAULT_BACKEND_ADDRESS, loadConfig } from '../config.ts';
 import { parseInferenceBackends, resolveModelId, type ModelKind, type Route } from './routing.ts';
@@ -60,6 +61,11 @@ export interface InferenceClient {
   lastHealth(): BackendHealth[];
   /** The connection serving a model id (after resolution). */
   backendFor(kind: ModelKind, model?: string): { backend: Backend; model: string; id: string };
+  /**
+   * What the shared calls have written that has not left yet, over every backend: recognition's
+   * bytes summed, each call's oldest wait the longest of them (docs/inference.md, "Send backlog").
+   */
+  sendBacklog(): SendBacklog;
   /** Closes every channel and stops health checks. */
   close(): Promise<void>;
 }
@@ -134,6 +140,17 @@ export function createInferenceClient(config: InferenceConfig = {}): InferenceCl
     },
     health: (opts) => Promise.all([...backends.values()].map((b) => b.check(opts))),
     lastHealth: () => [...known.values()],
+    sendBacklog() {
+      const all: SendBacklog = { recognition: { bytes: 0, ageMs: 0 }, synthesis: { bytes: 0, ageMs: 0 } };
+      for (const b of backends.values()) {
+        const one = b.sendBacklog();
+        for (const k of ['recognition', 'synthesis'] as const) {
+          all[k].bytes += one[k].bytes;
+          all[k].ageMs = Math.max(all[k].ageMs, one[k].ageMs);
+        }
+      }
+      return all;
+    },
     backendFor,
     async close() {
       if (timer) clearInterval(timer);

@@ -4,6 +4,7 @@ export {
   Backend,
   type BackendHealth,
   type BackendOptions,
+  type SendBacklog,
   type CallOptions,
   type GenerateInput,
   type SynthesisSession,

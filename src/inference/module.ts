@@ -1,7 +1,8 @@
+import client from 'prom-client';
 import { DEFAULT_BACKEND_ADDRESS, inferenceCallLimit, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { defineModule, type Module } from '../modules.ts';
-import { createInferenceClient, spawnNativeBackend, type NativeProcess } from './index.ts';
+import { createInferenceClient, spawnNativeBackend, type InferenceClient, type NativeProcess } from './index.ts';
 
 /**
  * Inference, in two steps: `launch` starts the native backend child first (its engines load
@@ -26,8 +27,8 @@ export function inferenceModules(): { launch: Module; connect: Module } {
   });
   const connect = defineModule({
     name: 'inference',
-    needs: ['config', 'health', 'startup'],
-    async start({ config, health, startup }, onClose) {
+    needs: ['config', 'health', 'startup', 'metrics'],
+    async start({ config, health, startup, metrics }, onClose) {
       const nativeBackend = await starting;
       startup('backend_ready');
       if (nativeBackend) {
@@ -38,6 +39,7 @@ export function inferenceModules(): { launch: Module; connect: Module } {
       }
       const inference = createInferenceClient({ nativeAddress: nativeBackend?.address ?? config.backendAddress ?? DEFAULT_BACKEND_ADDRESS, backends: config.inferenceBackends ?? '', backend: { maxConcurrentCalls: inferenceCallLimit(config) } });
       onClose(() => inference.close());
+      sendBacklogMetrics(metrics.registry, inference);
       health.register('inference', async () => {
         const all = await inference.health({ timeoutMs: 1500 });
         const down = all.filter((b) => !b.ok);
@@ -48,6 +50,35 @@ export function inferenceModules(): { launch: Module; connect: Module } {
     },
   });
   return { launch, connect };
+}
+
+/**
+ * The shared calls' send backlog (docs/inference.md, "Send backlog"): read at scrape time; a node
+ * of several workers sums the bytes and takes the longest wait.
+ */
+function sendBacklogMetrics(registry: client.Registry, inference: InferenceClient): void {
+  new client.Gauge({
+    name: 'parley_inference_send_backlog_bytes',
+    help: 'Caller audio written to the inference backends on the shared recognition call and not yet sent (flow control or a busy connection holds it).',
+    labelNames: ['call'],
+    registers: [registry],
+    aggregator: 'sum',
+    collect() {
+      this.set({ call: 'recognition' }, inference.sendBacklog().recognition.bytes);
+    },
+  });
+  new client.Gauge({
+    name: 'parley_inference_send_backlog_seconds',
+    help: 'How long the oldest input written on each shared call and not yet sent has waited (0: nothing waits). Past PARLEY_MAX_INFERENCE_BACKLOG_MS, session creation answers 503.',
+    labelNames: ['call'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      const b = inference.sendBacklog();
+      this.set({ call: 'recognition' }, b.recognition.ageMs / 1000);
+      this.set({ call: 'synthesis' }, b.synthesis.ageMs / 1000);
+    },
+  });
 }
 
 /**

@@ -137,6 +137,17 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
   private closed = false;
   private scheduled = false;
   private readonly flushNow = () => this.flush();
+  /**
+   * Messages handed to the call whose bytes have not left yet, oldest first: when each was
+   * written and its size. grpc-js calls a write back once its HTTP/2 stream took the bytes (past
+   * its retry buffer, RETRY_BUFFER_PER_CALL_BYTES, which it calls back at once), so what waits
+   * here is what the backend's flow-control window or a busy connection holds back.
+   */
+  private waitingAt: number[] = [];
+  private waitingSizes: number[] = [];
+  private waitingHead = 0;
+  private waitingBytes = 0;
+  private onWritten: (() => void) | null = null;
 
   /** Messages written on the calls so far, and the inputs they carried. */
   readonly sent = { messages: 0, inputs: 0 };
@@ -221,6 +232,19 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
 
   private attach(call: SharedCall<Req, { outputs: StreamOutput[] }>, done: () => void, started: Promise<unknown>): void {
     this.call = call;
+    this.forgetWaiting();
+    // Writes call back in order: each is the oldest one waiting (a past call's are ignored).
+    this.onWritten = () => {
+      if (this.call !== call || this.waitingHead >= this.waitingAt.length) return;
+      this.waitingBytes -= this.waitingSizes[this.waitingHead++];
+      if (this.waitingHead === this.waitingAt.length) this.forgetWaiting();
+      else if (this.waitingHead >= 4096 && this.waitingHead * 2 >= this.waitingAt.length) {
+        // A backlog that never empties: drop what was taken so the lists do not grow with it.
+        this.waitingAt.splice(0, this.waitingHead);
+        this.waitingSizes.splice(0, this.waitingHead);
+        this.waitingHead = 0;
+      }
+    };
     if (!this.scheduled && this.batch.length) this.schedule();
     let over = false;
     const end = (err: unknown) => {
@@ -230,6 +254,7 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
       if (this.current === started) {
         this.current = null;
         this.call = null;
+        this.forgetWaiting();
       }
       // Inputs queued for this call are lost with it; their streams fail below.
       this.batch.clear();
@@ -320,7 +345,27 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
     const req = this.batch.take();
     this.sent.messages++;
     this.sent.inputs += n;
-    if (!call.writableEnded && !call.destroyed) call.write(req);
+    if (call.writableEnded || call.destroyed) return;
+    const size = (req as { length?: number }).length ?? 0;
+    this.waitingAt.push(performance.now());
+    this.waitingSizes.push(size);
+    this.waitingBytes += size;
+    call.write(req, this.onWritten!);
+  }
+
+  private forgetWaiting(): void {
+    this.waitingAt.length = this.waitingSizes.length = 0;
+    this.waitingHead = this.waitingBytes = 0;
+  }
+
+  /**
+   * What this mux has written on its call that has not left for the backend yet: its bytes
+   * (requests of a kind without a byte length count 0) and how long the oldest has waited, in
+   * ms (0 with nothing waiting). docs/inference.md, "Send backlog".
+   */
+  backlog(now = performance.now()): { bytes: number; ageMs: number } {
+    if (this.waitingHead >= this.waitingAt.length) return { bytes: 0, ageMs: 0 };
+    return { bytes: this.waitingBytes, ageMs: Math.max(0, now - this.waitingAt[this.waitingHead]) };
   }
 
   /** Ends the call (the client is closing): its open streams fail as their calls would. */

@@ -29,7 +29,7 @@ export const sessionsModule = defineModule({
     worker?.siblings.nameNodes(nodeIdOf);
     const sessionRegistry = new SessionRegistry(state, { nodeId: node.id, url: `${node.url}${CONNECT_PATH}`, onError: (err) => log.warn({ err }, 'session registry refresh failed') });
     const runtime = new SessionRuntime({
-      recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, sharedCapacity: worker?.capacity, registry: metrics.registry,
+      recordings, sql, state, inference, log, clock: realClock, maxSessions: config.maxSessions, maxInferenceBacklogMs: config.maxInferenceBacklogMs, sharedCapacity: worker?.capacity, registry: metrics.registry,
       resolveVoice: (teamId, id) => resolveVoice(sql, teamId, id), box, outboundAllow: config.outboundAllow, nodeId: node.id, sessionRegistry, nodeStaleMs: config.nodeStaleMs,
     });
     await runtime.start();
@@ -62,6 +62,7 @@ export const sessionsModule = defineModule({
       publicRatePerAgent: config.publicRatePerAgent,
       publicRatePerIp: config.publicRatePerIp,
       hasCapacity: () => runtime.hasCapacity(),
+      overloaded: () => runtime.overloaded(),
       mintTransportToken: config.livekit && lk && livekitAgents ? lk.agent.livekitSessionMinter(config.livekit, livekitAgents) : undefined,
       livekitUrl: config.livekit?.url,
       // LiveKit: the room is created before anything is charged; no answer → 502 (LIVEKIT_ROOM_TIMEOUT_MS).

@@ -297,6 +297,11 @@ export interface RuntimeOptions {
   log: Logger;
   clock: Clock;
   maxSessions: number;
+  /**
+   * Past this wait (ms) of input written to the inference backend and not yet sent, new sessions
+   * are refused (`overloaded`); 0 or unset: never (`PARLEY_MAX_INFERENCE_BACKLOG_MS`).
+   */
+  maxInferenceBacklogMs?: number;
   /** The node's session count shared by its workers (`Supervisor` `shared`); unset: this runtime's own. */
   sharedCapacity?: Int32Array;
   registry?: client.Registry;
@@ -354,6 +359,11 @@ export class SessionRuntime {
       refundExpiredHolds(this.o.sql).catch((err) => this.o.log.warn({ err }, 'expired session holds not refunded'));
     }, EXPIRED_SWEEP_MS);
     this.sweep.unref();
+    if ((this.o.maxInferenceBacklogMs ?? 0) > 0) {
+      // The log says when the node starts and stops refusing, with or without creations to see it.
+      this.backlogCheck = setInterval(() => this.overloaded(), 1000);
+      this.backlogCheck.unref();
+    }
     this.o.sessionRegistry?.start();
     const staleMs = this.o.nodeStaleMs ?? STALE_MS;
     this.reaper = new NodeReaper({
@@ -368,6 +378,33 @@ export class SessionRuntime {
 
   hasCapacity(): boolean {
     return this.supervisor.hasCapacity();
+  }
+
+  /** This node was refusing new sessions at the last look (`overloaded`): for the log's transitions. */
+  private behind = false;
+  private backlogCheck: NodeJS.Timeout | null = null;
+
+  /**
+   * Why this node takes no new session now, or null: input written to the inference backend
+   * (caller audio, synthesis text) has waited longer than `maxInferenceBacklogMs` to be sent, so
+   * every caller here already hears late answers and another session would add to it
+   * (docs/inference.md, "Send backlog"). Logged once as it starts and once as it ends.
+   */
+  overloaded(): string | null {
+    const max = this.o.maxInferenceBacklogMs ?? 0;
+    if (!(max > 0)) return null;
+    const b = this.o.inference.sendBacklog();
+    const call = b.recognition.ageMs >= b.synthesis.ageMs ? 'recognition' : 'synthesis';
+    const ageMs = b[call].ageMs;
+    const behind = ageMs > max;
+    if (behind !== this.behind) {
+      this.behind = behind;
+      if (behind) this.o.log.warn({ call, waitedMs: Math.round(ageMs), bytes: b.recognition.bytes, maxMs: max }, 'inference backlog past its mark: new sessions refused (503)');
+      else this.o.log.info({ maxMs: max }, 'inference backlog back under its mark: new sessions admitted');
+    }
+    if (!behind) return null;
+    const what = call === 'recognition' ? 'Caller audio' : 'Synthesis input';
+    return `This node is behind: ${what} has waited ${(ageMs / 1000).toFixed(1)} s to reach its inference backend. Try again shortly`;
   }
 
   /**
@@ -623,6 +660,7 @@ export class SessionRuntime {
   /** Ends every live session (reason `shutdown`) and waits for their records. */
   async close(timeoutMs = 10_000): Promise<void> {
     if (this.sweep) clearInterval(this.sweep);
+    if (this.backlogCheck) clearInterval(this.backlogCheck);
     await this.unsubscribe?.().catch(() => {});
     await this.supervisor.drain('shutdown', timeoutMs);
     // Records the store could not take yet get the rest of the time; what is left is logged.

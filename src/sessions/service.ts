@@ -285,6 +285,8 @@ export interface SessionServiceDeps {
   publicRatePerIp: number;
   /** The supervisor's cap on live sessions; false → 503. */
   hasCapacity: () => boolean;
+  /** Why this node takes no new session now (its inference backlog), or null; a reason → 503. */
+  overloaded?: () => string | null;
   /** Set when LiveKit is configured: sessions use transport `livekit`. */
   livekitUrl?: string;
   /** Defaults to handing out the session token itself with `livekitUrl`. */
@@ -420,7 +422,7 @@ export class SessionService {
       if (!agent.overrides_allowed.includes(gate) || (isPublic && !PUBLIC_OVERRIDES.has(field)))
         throw new ServiceError('bad_request', `Override not allowed: ${field}`);
     }
-    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    this.admit();
 
     const config = agent.config!;
     const token = randomBytes(32).toString('base64url');
@@ -533,7 +535,7 @@ export class SessionService {
       const gate = field === 'first_message_prompt' ? 'first_message' : field;
       if (!agent.overrides_allowed.includes(gate)) throw new ServiceError('bad_request', `Override not allowed: ${field}`);
     }
-    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    this.admit();
     const config = agent.config!;
     const human = o.direction === 'inbound' ? o.callerNumber : o.dialedNumber;
     const price = this.deps.pricePerMinuteMicros;
@@ -603,6 +605,13 @@ export class SessionService {
     }
   }
 
+  /** A new session fits on this node: under its cap and not behind (else 503 with `Retry-After`). */
+  private admit(): void {
+    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    const behind = this.deps.overloaded?.();
+    if (behind) throw new ServiceError('unavailable', behind, { headers: { 'Retry-After': '1' } });
+  }
+
   /**
    * A builder preview (docs/api/preview.md): a session of the draft frozen as `o.draft`, source
    * `dashboard`, version 0, no recording, billed like an API-key session (hold up front, usage
@@ -613,7 +622,7 @@ export class SessionService {
     const agent = await getSessionForCreation(this.deps.sql, o.agentId, o.teamId);
     if (!agent) throw notFound('Agent');
     if (agent.status === 'archived') throw new ServiceError('conflict', 'Agent is archived');
-    if (!this.deps.hasCapacity()) throw new ServiceError('unavailable', 'Session capacity reached on this node', { headers: { 'Retry-After': '1' } });
+    this.admit();
     const config = o.draft;
     const token = randomBytes(32).toString('base64url');
     const price = this.deps.pricePerMinuteMicros;
