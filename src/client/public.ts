@@ -75,7 +75,7 @@ export async function createPublicSession(req: PublicSessionRequest): Promise<Se
   const retryAfterS = Number(res.headers.get('retry-after'));
   throw new ClientError('session_refused', `Session refused (${res.status}): ${refusal(parsed, res.statusText)}`, {
     status: res.status,
-    ...(res.status === 429 && Number.isFinite(retryAfterS) && retryAfterS > 0 ? { retryAfterMs: retryAfterS * 1000 } : {}),
+    ...((res.status === 429 || res.status === 503) && Number.isFinite(retryAfterS) && retryAfterS > 0 ? { retryAfterMs: retryAfterS * 1000 } : {}),
   });
 }
 

@@ -28,7 +28,7 @@ export interface SessionResponse {
  */
 export type ClientErrorCode = 'unsupported_transport' | 'unauthorized' | 'connection_failed' | 'not_connected' | 'session_refused' | 'audio_unavailable';
 
-/** Errors of the SDK carry a `code`; `session_refused` also the HTTP `status` (and `retryAfterMs` on 429). */
+/** Errors of the SDK carry a `code`; `session_refused` also the HTTP `status` (and `retryAfterMs` on 429 and 503). */
 export class ClientError extends Error {
   // `declare`: set in the constructor, with no field initialisers for a bundler to emit helpers for.
   declare readonly code: ClientErrorCode;

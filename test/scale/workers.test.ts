@@ -143,6 +143,11 @@ t.test('two workers on one port: HTTP and sessions on both, a resume across work
   const size = samples(metrics, 'parley_worker_heap_size_bytes').map((s) => s.value);
   t.equal(used.length, 2, 'each worker\'s heap in use');
   t.ok(used.every((u, i) => u > 1_000_000 && u <= size[i]!), `a live heap within the reserved one on each worker (${used.join(', ')} of ${size.join(', ')} bytes)`);
+  // Each worker's send backlog (its own connections to the backend): one series per shared call,
+  // the node's longest wait (docs/inference.md, "Send backlog").
+  const backlog = samples(metrics, 'parley_inference_send_backlog_seconds');
+  t.same(backlog.map((s) => s.labels).sort(), ['{call="recognition"}', '{call="synthesis"}'], 'the send backlog\'s wait: one series per shared call for the node');
+  t.ok(backlog.every((s) => s.value >= 0 && s.value < 60), `each a wait in seconds (${backlog.map((s) => s.value).join(', ')})`);
 
   // A resume: the socket drops and the client reconnects to the same address; the kernel may
   // put it on either worker. Until one lands on the worker not holding the session.

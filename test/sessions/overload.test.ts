@@ -8,6 +8,7 @@ import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, sleep } from '../e2e/session-helpers.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { caller } from '../scale/helpers.ts';
+import { ClientError, createPublicSession } from '../../src/client/index.ts';
 import { startStallingBackend } from '../fixtures/stalling-backend.ts';
 
 const metric = (text: string, name: string, call: string) => Number(new RegExp(`^${name}\\{call="${call}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
@@ -22,7 +23,9 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
   // The first stream of a client goes on a call of its own while it asks the backend what it
   // offers; ask first so the session's stream takes the shared call.
   t.equal(await app.inference.backendFor('transcription').backend.multiplexKnown(), true, 'the backend lists TranscribeStreams');
-  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } } });
+  const ORIGIN = 'https://shop.example.com';
+  const agent = await makeAgent(app, { config: { prompt: { first_message_mode: 'off' } }, public_enabled: true, allowed_origins: [ORIGIN] });
+  const fromPage: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Origin: ORIGIN } });
   const s = await createSession(app, agent);
   const c = caller(`${s.websocket_url}?token=${s.token}`);
   t.teardown(() => c.ws.close());
@@ -41,6 +44,10 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
   t.equal(refused.status, 503, 'refused with 503');
   t.match(refused.body?.message, /^This node is behind: Caller audio has waited \d+\.\d s to reach its inference backend\. Try again shortly$/, 'saying what waits and for how long');
   t.equal(refused.headers.get('retry-after'), '1', 'with Retry-After');
+  // The client SDK: a visitor's page gets the refusal with when to try again.
+  const visitor = await createPublicSession({ baseUrl: app.url, agentId: agent, fetch: fromPage }).then(() => null, (e) => e);
+  t.ok(visitor instanceof ClientError, 'a public session from a page is refused too');
+  t.match(visitor, { code: 'session_refused', status: 503, message: /^Session refused \(503\): This node is behind: Caller audio has waited/, retryAfterMs: 1000 }, 'as session_refused 503 with retryAfterMs');
   const during = (await app.req('GET', '/metrics')).text;
   t.ok(metric(during, 'parley_inference_send_backlog_bytes', 'recognition') > 0, `/metrics: the bytes waiting (${metric(during, 'parley_inference_send_backlog_bytes', 'recognition')})`);
   t.ok(metric(during, 'parley_inference_send_backlog_seconds', 'recognition') > 0.2, `/metrics: the oldest wait past the mark (${metric(during, 'parley_inference_send_backlog_seconds', 'recognition')} s)`);
