@@ -262,6 +262,8 @@ async function main() {
   // collects garbage and reads memory on its main thread only: the differences came out negative).
   const kbPer = (bytes: number, sessions: number) => (sessions && !node ? round(bytes / sessions / 1024, 1) : null);
   let platform: { url: string; db: Database; state: { kind: string }; close(): Promise<void> };
+  // One loop: what waits to leave on the shared calls (docs/inference.md, "Send backlog").
+  let sendBacklog: (() => { recognition: { ageMs: number }; synthesis: { ageMs: number } }) | null = null;
   if (workerCount > 1) {
     const started = await startNode({ env: { ...process.env }, config: { ...nodeConfig, workers: workerCount }, dbSchema, log: createLogger({ level: 'warn' }) });
     node = started;
@@ -270,6 +272,7 @@ async function main() {
   } else {
     const p = await startPlatform({ env: { ...process.env }, config: nodeConfig, dbSchema, log: createLogger({ level: 'warn' }) });
     p.runtime.supervisor.watchTurns((tl) => { timelines.push(tl); });
+    sendBacklog = () => p.inference.sendBacklog();
     platform = p;
   }
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
@@ -460,10 +463,18 @@ async function main() {
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
+  // The oldest wait on each shared call, every 100 ms (the mark that refuses new sessions is on it).
+  const backlogAges = { recognition: [] as number[], synthesis: [] as number[] };
+  const backlogTimer = sendBacklog && setInterval(() => {
+    const b = sendBacklog!();
+    backlogAges.recognition.push(b.recognition.ageMs);
+    backlogAges.synthesis.push(b.synthesis.ageMs);
+  }, 100);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await sleep(seconds * 1000);
   const cpu = process.cpuUsage(cpu0);
+  if (backlogTimer) clearInterval(backlogTimer);
   const heard = await ask<CallerReport>({ type: 'report' }, 'report');
   if (heapProfiler) {
     const { profile } = await heapProfiler.post('HeapProfiler.stopSampling');
@@ -568,6 +579,8 @@ async function main() {
       platform_cpu_cores_all_nodes: round(cpuCoreS / wallS + (othersCores.second_node ?? 0), 3),
     } : {}),
     event_loop_delay_ms: { p50: round(loopDelay.percentile(50) / 1e6), p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
+    // Sampled every 100 ms; null with workers (each has its own; /metrics gives the node's).
+    inference_send_backlog_age_ms: sendBacklog ? Object.fromEntries(Object.entries(backlogAges).map(([k, v]) => { v.sort((x, y) => x - y); return [k, { p50: round(percentile(v, 50)), p99: round(percentile(v, 99)), max: round(v.at(-1) ?? 0) }]; })) : null,
     young_generation_mb: round((v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576, 1),
     gc_pauses: { count: gcPauses.length, total_ms: round(gcPauses.reduce((a, b) => a + b, 0)), p99_ms: round(percentile(gcPauses, 99)), max_ms: round(gcPauses.at(-1) ?? 0), by_kind: gcByKind },
     other_cpu_cores: { ...othersCores, machine_busy: machineBusyCores, machine_cores: os.cpus().length },
