@@ -3,7 +3,9 @@
 // `Retry-After`, what `/metrics` shows meanwhile, and creations admitted again once the backend
 // reads. The stalling backend stands in for a backend (or a connection) that falls behind: it
 // takes the shared recognition call and reads nothing until released.
+import { Writable } from 'node:stream';
 import t from 'tap';
+import { createLogger } from '../../src/log.ts';
 import { makeAgent } from '../agent/sessions-helpers.ts';
 import { createSession, sleep } from '../e2e/session-helpers.ts';
 import { startTestServer } from '../helpers/server.ts';
@@ -15,7 +17,9 @@ const metric = (text: string, name: string, call: string) => Number(new RegExp(`
 
 t.test('caller audio waiting past the mark: new sessions 503 until it is sent', async (t) => {
   const stalling = await startStallingBackend();
-  const app = await startTestServer({ embedded: true, config: { backendAddress: stalling.address, maxInferenceBacklogMs: 200 } });
+  const lines: any[] = [];
+  const destination = new Writable({ write(chunk, _e, cb) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
+  const app = await startTestServer({ embedded: true, config: { backendAddress: stalling.address, maxInferenceBacklogMs: 200 }, log: createLogger({ level: 'info', destination }) });
   t.teardown(async () => {
     await app.close();
     await stalling.close();
@@ -53,6 +57,7 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
   t.ok(metric(during, 'parley_inference_send_backlog_seconds', 'recognition') > 0.2, `/metrics: the oldest wait past the mark (${metric(during, 'parley_inference_send_backlog_seconds', 'recognition')} s)`);
   t.equal(metric(during, 'parley_inference_send_backlog_seconds', 'synthesis'), 0, '/metrics: nothing waits on synthesis');
   t.equal(c.messages.filter((m) => m.type === 'session.ended').length, 0, 'the live session goes on');
+  t.match(lines.filter((l) => /inference backlog/.test(l.msg)), [{ level: 40, msg: 'inference backlog past its mark: new sessions refused (503)', call: 'recognition', maxMs: 200 }], 'one warning as the node starts refusing');
 
   stalling.release();
   let admitted = 0;
@@ -61,6 +66,7 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
     admitted = (await app.req('POST', '/v1/agent/sessions', { agent_id: agent })).status;
   }
   t.equal(admitted, 200, 'admitted again once the backend reads');
+  t.same(lines.filter((l) => /inference backlog/.test(l.msg)).map((l) => l.msg), ['inference backlog past its mark: new sessions refused (503)', 'inference backlog back under its mark: new sessions admitted'], 'and one line as it admits again');
   const after = (await app.req('GET', '/metrics')).text;
   t.equal(metric(after, 'parley_inference_send_backlog_bytes', 'recognition'), 0, '/metrics: nothing waits');
 });
