@@ -42,6 +42,7 @@ import { createGrpcClient, type InferenceGrpcClient } from './grpc-service.ts';
 import { Limiter } from './limiter.ts';
 import { abortReason, statusError } from './stream-mux.ts';
 import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
+import { WriteBacklog } from './write-backlog.ts';
 import { SynthesisMux, type SynthesisMuxCall } from './synthesis-mux.ts';
 
 /** Per-call options: cancellation, deadline and the metadata the backend receives. */
@@ -287,14 +288,36 @@ export class Backend {
   }
 
   /**
-   * What the shared calls have written that has not left for this backend yet (docs/inference.md,
-   * "Send backlog"): recognition's bytes (caller audio) and, for each call, how long its oldest
-   * waiting write has waited. Per-call streams (a backend without the shared calls) are not counted.
+   * What the calls carrying live streams have written that has not left for this backend yet
+   * (docs/inference.md, "Send backlog"): recognition's bytes (caller audio) and, for recognition
+   * and synthesis, how long the oldest waiting write has waited. Recognition streams on calls of
+   * their own (a backend without TranscribeStreams) count too, read at most every 100 ms; live
+   * synthesis on calls of its own does not.
    */
   sendBacklog(): SendBacklog {
     const r = this.mux?.backlog() ?? NO_BACKLOG;
     const s = this.synthMux?.backlog() ?? NO_BACKLOG;
-    return { recognition: r, synthesis: { bytes: 0, ageMs: s.ageMs } };
+    const own = this.ownCallsBacklog();
+    return { recognition: { bytes: r.bytes + own.bytes, ageMs: Math.max(r.ageMs, own.ageMs) }, synthesis: { bytes: 0, ageMs: s.ageMs } };
+  }
+
+  /** Recognition streams on calls of their own (a backend without TranscribeStreams), each with its writes' backlog. */
+  private readonly ownCalls = new Set<WriteBacklog>();
+  private ownCallsLast = { at: -Infinity, bytes: 0, ageMs: 0 };
+
+  /** Their backlog summed: read at most every 100 ms (it walks every such stream). */
+  private ownCallsBacklog(): { bytes: number; ageMs: number } {
+    const now = performance.now();
+    const last = this.ownCallsLast;
+    if (now - last.at < 100) return last;
+    let bytes = 0;
+    let ageMs = 0;
+    for (const w of this.ownCalls) {
+      bytes += w.bytes;
+      ageMs = Math.max(ageMs, w.ageMs(now));
+    }
+    this.ownCallsLast = { at: now, bytes, ageMs };
+    return this.ownCallsLast;
   }
 
   /** Streams still open on the wire, per connection of the pool (abandoned ones included until they end; the shared calls' connection apart). */
@@ -627,13 +650,21 @@ export class Backend {
     const { conn, release } = await this.begin(o);
     const call = conn.client.transcribeStream(this.metadata(o), this.callOptions(o));
     const t = this.track(conn, call as unknown as AnyCall, release, o.signal);
-    const write = (m: MessageInitShape<typeof TranscribeStreamRequestSchema>) => {
-      if (!t.abandoned() && !call.writableEnded && !call.destroyed) call.write(create(TranscribeStreamRequestSchema, m));
+    // What this call's writes wait to send counts in `sendBacklog` while the call lives.
+    const waiting = new WriteBacklog();
+    this.ownCalls.add(waiting);
+    call.on('close', () => this.ownCalls.delete(waiting));
+    call.on('status', () => this.ownCalls.delete(waiting));
+    const sent = () => waiting.sent();
+    const write = (m: MessageInitShape<typeof TranscribeStreamRequestSchema>, size = 0) => {
+      if (t.abandoned() || call.writableEnded || call.destroyed) return;
+      waiting.written(size);
+      call.write(create(TranscribeStreamRequestSchema, m), sent);
     };
     write({ event: { case: 'config', value: config } });
     const iter = this.read<TranscribeStreamResponse>(t, o);
     return {
-      sendAudio(pcm) { write({ event: { case: 'audio', value: pcm } }); },
+      sendAudio(pcm) { write({ event: { case: 'audio', value: pcm } }, pcm.length); },
       commit() { write({ event: { case: 'commit', value: {} } }); },
       end() { if (!call.writableEnded) call.end(); },
       cancel: t.abandon,

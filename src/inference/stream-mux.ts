@@ -20,6 +20,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ServiceError } from '../errors.ts';
 import { fromGrpcError } from './errors.ts';
 import type { CallOptions } from './backend.ts';
+import { WriteBacklog } from './write-backlog.ts';
 
 /** A shared call as grpc-js gives it: requests `Req` written, responses carrying `outputs`. */
 export type SharedCall<Req, Res> = grpc.ClientDuplexStream<Req, Res>;
@@ -137,16 +138,8 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
   private closed = false;
   private scheduled = false;
   private readonly flushNow = () => this.flush();
-  /**
-   * Messages handed to the call whose bytes have not left yet, oldest first: when each was
-   * written and its size. grpc-js calls a write back once its HTTP/2 stream took the bytes (past
-   * its retry buffer, RETRY_BUFFER_PER_CALL_BYTES, which it calls back at once), so what waits
-   * here is what the backend's flow-control window or a busy connection holds back.
-   */
-  private waitingAt: number[] = [];
-  private waitingSizes: number[] = [];
-  private waitingHead = 0;
-  private waitingBytes = 0;
+  /** Messages handed to the call whose bytes have not left yet (write-backlog.ts). */
+  private readonly waiting = new WriteBacklog();
   private onWritten: (() => void) | null = null;
 
   /** Messages written on the calls so far, and the inputs they carried. */
@@ -232,19 +225,9 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
 
   private attach(call: SharedCall<Req, { outputs: StreamOutput[] }>, done: () => void, started: Promise<unknown>): void {
     this.call = call;
-    this.forgetWaiting();
+    this.waiting.clear();
     // Writes call back in order: each is the oldest one waiting (a past call's are ignored).
-    this.onWritten = () => {
-      if (this.call !== call || this.waitingHead >= this.waitingAt.length) return;
-      this.waitingBytes -= this.waitingSizes[this.waitingHead++];
-      if (this.waitingHead === this.waitingAt.length) this.forgetWaiting();
-      else if (this.waitingHead >= 4096 && this.waitingHead * 2 >= this.waitingAt.length) {
-        // A backlog that never empties: drop what was taken so the lists do not grow with it.
-        this.waitingAt.splice(0, this.waitingHead);
-        this.waitingSizes.splice(0, this.waitingHead);
-        this.waitingHead = 0;
-      }
-    };
+    this.onWritten = () => { if (this.call === call) this.waiting.sent(); };
     if (!this.scheduled && this.batch.length) this.schedule();
     let over = false;
     const end = (err: unknown) => {
@@ -254,7 +237,7 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
       if (this.current === started) {
         this.current = null;
         this.call = null;
-        this.forgetWaiting();
+        this.waiting.clear();
       }
       // Inputs queued for this call are lost with it; their streams fail below.
       this.batch.clear();
@@ -346,16 +329,8 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
     this.sent.messages++;
     this.sent.inputs += n;
     if (call.writableEnded || call.destroyed) return;
-    const size = (req as { length?: number }).length ?? 0;
-    this.waitingAt.push(performance.now());
-    this.waitingSizes.push(size);
-    this.waitingBytes += size;
+    this.waiting.written((req as { length?: number }).length ?? 0);
     call.write(req, this.onWritten!);
-  }
-
-  private forgetWaiting(): void {
-    this.waitingAt.length = this.waitingSizes.length = 0;
-    this.waitingHead = this.waitingBytes = 0;
   }
 
   /**
@@ -364,8 +339,7 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
    * ms (0 with nothing waiting). docs/inference.md, "Send backlog".
    */
   backlog(now = performance.now()): { bytes: number; ageMs: number } {
-    if (this.waitingHead >= this.waitingAt.length) return { bytes: 0, ageMs: 0 };
-    return { bytes: this.waitingBytes, ageMs: Math.max(0, now - this.waitingAt[this.waitingHead]) };
+    return { bytes: this.waiting.bytes, ageMs: this.waiting.ageMs(now) };
   }
 
   /** Ends the call (the client is closing): its open streams fail as their calls would. */
