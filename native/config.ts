@@ -1,6 +1,7 @@
 // The native backend's settings, read from the environment in this one place (docs/inference.md
 // "The native backend", docs/providers.md). `startBackend` takes them as defaults; its options
 // override them.
+import { isMainThread } from 'node:worker_threads';
 import type { Pacing } from './speech.ts';
 
 export type LlmProviderKind = 'openai';
@@ -160,4 +161,19 @@ export function describeProvider(p: ProviderSettings): string {
     // baseUrl was checked at start-up; keep it as written otherwise
   }
   return `${p.kind} provider at ${host} (model ${p.model})`;
+}
+
+/**
+ * onnxruntime 1.30 and later send usage telemetry to Microsoft from Linux and macOS too, and keep a
+ * device id and an event cache under `~/.cache/Microsoft/DeveloperTools/.onnxruntime` and a
+ * `mat-debug-<pid>.log` in /tmp, unless `ORT_DISABLE_TELEMETRY=1` is in the process's environment
+ * when the library starts. A self-hosted platform sends nothing anywhere unasked: the variable is
+ * set unless the operator set it (docs/providers.md, "The speech detector"). The native library
+ * reads the process's real environment, which only the main thread's `process.env` writes (a
+ * worker's is a copy), so the detector calls this before its worker loads the library
+ * (native/providers/vad.ts).
+ */
+export function optOutOfOrtTelemetry(): void {
+  // Unset or empty (an .env copied from .env.example): off.
+  if (isMainThread && !process.env.ORT_DISABLE_TELEMETRY) process.env.ORT_DISABLE_TELEMETRY = '1';
 }

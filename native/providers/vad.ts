@@ -3,6 +3,7 @@
 // run with onnxruntime-node) in one worker thread shared by every stream, never on the gRPC
 // event loop; see vad-worker.ts. Settings in vad-params.ts.
 import { Worker } from 'node:worker_threads';
+import { optOutOfOrtTelemetry } from '../config.ts';
 import type { Logger } from 'pino';
 
 export type DetectorEvent = { type: 'start'; atMs: number } | { type: 'end'; atMs: number } | { type: 'mark'; mark: number };
@@ -31,6 +32,7 @@ export class SpeechDetector {
   /** Starts the worker and loads the model (done before the backend says it is ready). */
   warm(): Promise<void> {
     if (this.ready) return this.ready;
+    optOutOfOrtTelemetry();
     const w = new Worker(new URL('../engines/ts-worker.mjs', import.meta.url), { workerData: { entry: new URL('./vad-worker.ts', import.meta.url).href }, execArgv: [] });
     w.unref();
     this.worker = w;
