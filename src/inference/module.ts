@@ -53,13 +53,13 @@ export function inferenceModules(): { launch: Module; connect: Module } {
 }
 
 /**
- * The shared calls' send backlog (docs/inference.md, "Send backlog"): read at scrape time; a node
+ * The send backlog (docs/inference.md, "Send backlog"): read at scrape time; a node
  * of several workers sums the bytes and takes the longest wait.
  */
 function sendBacklogMetrics(registry: client.Registry, inference: InferenceClient): void {
   new client.Gauge({
     name: 'parley_inference_send_backlog_bytes',
-    help: 'Caller audio written to the inference backends on the shared recognition call and not yet sent (flow control or a busy connection holds it).',
+    help: 'Caller audio written to the inference backends for recognition (the shared call, or a call per stream on a backend without it) and not yet sent (flow control or a busy connection holds it).',
     labelNames: ['call'],
     registers: [registry],
     aggregator: 'sum',
