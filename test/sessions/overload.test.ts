@@ -36,8 +36,12 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
   t.ok(await c.waitFor((m) => m.type === 'session.started'), 'the session started');
   t.equal((await app.req('POST', '/v1/agent/sessions', { agent_id: agent })).status, 200, 'a second session is admitted while nothing waits');
 
-  // 4 s of caller audio at once, 20 ms frames: past the backend's 64 KB window.
-  for (let i = 0; i < 200; i++) c.ws.send(Buffer.alloc(640));
+  // 2 s of caller audio at once (the most a caller may send ahead of real time: the rest would be
+  // dropped), then a 20 ms frame every 20 ms: past the backend's 64 KB window, and more waiting
+  // with every frame. A burst alone ends a few KB past the window, too close to count on.
+  for (let i = 0; i < 100; i++) c.ws.send(Buffer.alloc(640));
+  const talking = setInterval(() => c.ws.send(Buffer.alloc(640)), 20);
+  t.teardown(() => clearInterval(talking));
   let refused: Awaited<ReturnType<typeof app.req>> | undefined;
   for (let i = 0; i < 100 && !refused; i++) {
     await sleep(50);
@@ -59,6 +63,7 @@ t.test('caller audio waiting past the mark: new sessions 503 until it is sent', 
   t.equal(c.messages.filter((m) => m.type === 'session.ended').length, 0, 'the live session goes on');
   t.match(lines.filter((l) => /inference backlog/.test(l.msg)), [{ level: 40, msg: 'inference backlog past its mark: new sessions refused (503)', call: 'recognition', maxMs: 200 }], 'one warning as the node starts refusing');
 
+  clearInterval(talking);
   stalling.release();
   let admitted = 0;
   for (let i = 0; i < 100 && admitted !== 200; i++) {
