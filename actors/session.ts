@@ -461,7 +461,10 @@ export interface SessionHandle {
   readonly id: string;
   /** The agent state the client sees. */
   readonly state: AgentState;
-  /** Caller audio: 16 kHz mono 16-bit PCM. */
+  /**
+   * Caller audio: 16 kHz mono 16-bit PCM, read during the call only: the transport may reuse
+   * its buffer once it returns (the websocket transport hands over uWebSockets.js's own).
+   */
   sendAudio(pcm: Uint8Array): void;
   /** A client event or a control event. */
   send(event: SessionEvent): void;

@@ -25,7 +25,7 @@ export type SttEvent =
   | { type: 'speech_ended'; atMs: number };
 
 export interface SttStream extends AsyncIterable<SttEvent> {
-  /** A frame of 16 kHz PCM bytes. */
+  /** A frame of 16 kHz PCM bytes, read during the call only (the caller may reuse its buffer). */
   sendAudio(pcm: Uint8Array): void;
   end(): void;
   cancel(): void;
@@ -200,7 +200,10 @@ export interface SessionDeps {
   /** Tools offered to the model, besides `hang_up_call` (which the plan switches on). */
   tools?: SessionTool[];
   output: SessionOutput;
-  /** Every caller frame handed to the session, as it comes (call recording taps it here). */
+  /**
+   * Every caller frame handed to the session, as it comes (call recording taps it here); read
+   * during the call only, like `sendAudio`'s.
+   */
   onCallerAudio?(pcm: Uint8Array): void;
   /**
    * Knowledge retrieval: passages for the caller's latest text, best first, already within the

@@ -109,7 +109,10 @@ export interface SynthesisSession extends AsyncIterable<SynthesizeStreamResponse
 
 /** A realtime transcription call (TranscribeStream). Iterate it for events. */
 export interface TranscriptionSession extends AsyncIterable<TranscribeStreamResponse> {
-  /** Sends a frame of 16-bit little-endian PCM at the configured rate. */
+  /**
+   * Sends a frame of 16-bit little-endian PCM at the configured rate. The frame is read during
+   * the call only: the caller may reuse its buffer once it returns.
+   */
   sendAudio(pcm: Uint8Array): void;
   /** Commits what was heard so far (a `committed` event follows). */
   commit(): void;
@@ -195,7 +198,6 @@ interface Inbox {
  * platform. See docs/inference.md, "Flow control".
  */
 export const SHARED_RECEIVE_WINDOW_BYTES = 4 * 1024 * 1024;
-/** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 /** What waits to leave on the shared calls (Backend.sendBacklog). */
 export interface SendBacklog {
   recognition: { bytes: number; ageMs: number };
@@ -204,6 +206,7 @@ export interface SendBacklog {
 }
 const NO_BACKLOG = { bytes: 0, ageMs: 0 };
 
+/** Per call, what grpc-js may keep for a transparent retry (one second of 16 kHz caller audio). */
 export const RETRY_BUFFER_PER_CALL_BYTES = 32 * 1024;
 /** What a stream the caller cancelled ends with (as if the backend had seen the cancellation). */
 const cancelledError = () => statusError(grpc.status.CANCELLED, 'Call cancelled');
@@ -664,7 +667,8 @@ export class Backend {
     write({ event: { case: 'config', value: config } });
     const iter = this.read<TranscribeStreamResponse>(t, o);
     return {
-      sendAudio(pcm) { write({ event: { case: 'audio', value: pcm } }, pcm.length); },
+      // A copy: grpc-js may hold the message until an earlier write has gone (the caller may reuse `pcm`).
+      sendAudio(pcm) { write({ event: { case: 'audio', value: pcm.slice() } }, pcm.length); },
       commit() { write({ event: { case: 'commit', value: {} } }); },
       end() { if (!call.writableEnded) call.end(); },
       cancel: t.abandon,

@@ -35,81 +35,75 @@ export type MuxHost = Host<MuxCall>;
 
 type Event = NonNullable<MessageInitShape<typeof TranscribeStreamsInputSchema>['event']>;
 
-/** Input kinds: audio (its bytes kept as they are), or any other event. */
-const AUDIO = 0;
-const OTHER = 1;
+/** The batch buffer's first size; past `MAX_KEPT_BYTES` (a backlog's burst) it is not kept. */
+const FIRST_BYTES = 16 * 1024;
+const MAX_KEPT_BYTES = 1024 * 1024;
 
 /**
- * TranscribeStreams inputs not yet written: stream id, kind, audio bytes or the other event.
- * Audio inputs are encoded here (field 1 `stream`, field 3 `audio`: byte for byte what `toBinary`
- * writes) into one buffer with the others, which are rare (open, commit, end, cancel) and go
- * through `toBinary`.
+ * TranscribeStreams inputs not yet written, already encoded: each input (field 1 `inputs` of the
+ * request) is written into one growing buffer as it is queued, audio by hand (field 1 `stream`,
+ * field 3 `audio`: byte for byte what `toBinary` writes) and the other events, which are rare
+ * (open, commit, end, cancel), through `toBinary`. A caller's frame is read only while it is
+ * queued (`addAudio`): the caller may reuse its buffer at once, so the websocket transport hands
+ * over a view of uWebSockets.js's own buffer instead of copying each frame into a new one
+ * (bench/README.md, twenty-third pass). `take` copies the request out in one piece; the
+ * buffer itself is reused for the next.
  */
 class RecognitionBatch implements InputBatch<Event, Buffer> {
-  private ids: number[] = [];
-  private kinds: number[] = [];
-  private payloads: unknown[] = [];
+  private buf = Buffer.allocUnsafeSlow(FIRST_BYTES);
+  private used = 0;
+  private count = 0;
 
   get length(): number {
-    return this.ids.length;
+    return this.count;
+  }
+
+  /** Makes room for `n` more bytes, keeping what is written. */
+  private room(n: number): Buffer {
+    const need = this.used + n;
+    if (need > this.buf.length) {
+      const next = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
+      this.buf.copy(next, 0, 0, this.used);
+      this.buf = next;
+    }
+    return this.buf;
   }
 
   add(id: number, event: Event): void {
-    this.ids.push(id);
-    this.kinds.push(OTHER);
-    this.payloads.push(event);
+    const bytes = toBinary(TranscribeStreamsInputSchema, create(TranscribeStreamsInputSchema, { stream: BigInt(id), event }));
+    const buf = this.room(1 + varintLength(bytes.length) + bytes.length);
+    buf[this.used++] = 0x0a; // field 1 `inputs`, length-delimited
+    this.used = writeVarint(buf, this.used, bytes.length);
+    buf.set(bytes, this.used);
+    this.used += bytes.length;
+    this.count++;
   }
 
   addAudio(id: number, pcm: Uint8Array): void {
-    this.ids.push(id);
-    this.kinds.push(AUDIO);
-    this.payloads.push(pcm);
+    const len = 1 + varintLength(id) + 1 + varintLength(pcm.length) + pcm.length;
+    const buf = this.room(1 + varintLength(len) + len);
+    let at = this.used;
+    buf[at++] = 0x0a; // field 1 `inputs`, length-delimited
+    at = writeVarint(buf, at, len);
+    buf[at++] = 0x08; // field 1 `stream`, varint
+    at = writeVarint(buf, at, id);
+    buf[at++] = 0x1a; // field 3 `audio`, length-delimited
+    at = writeVarint(buf, at, pcm.length);
+    buf.set(pcm, at);
+    this.used = at + pcm.length;
+    this.count++;
   }
 
   clear(): void {
-    this.ids.length = this.kinds.length = this.payloads.length = 0;
+    this.used = 0;
+    this.count = 0;
   }
 
   take(): Buffer {
-    const { ids, kinds, payloads } = this;
-    const n = ids.length;
-    const encoded: (Uint8Array | null)[] = new Array(n);
-    const lengths: number[] = new Array(n);
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      let len: number;
-      if (kinds[i] === AUDIO) {
-        const a = payloads[i] as Uint8Array;
-        len = 1 + varintLength(ids[i]) + 1 + varintLength(a.length) + a.length;
-        encoded[i] = null;
-      } else {
-        const bytes = toBinary(TranscribeStreamsInputSchema, create(TranscribeStreamsInputSchema, { stream: BigInt(ids[i]), event: payloads[i] as Event }));
-        encoded[i] = bytes;
-        len = bytes.length;
-      }
-      lengths[i] = len;
-      total += 1 + varintLength(len) + len;
-    }
-    const out = Buffer.allocUnsafe(total);
-    let at = 0;
-    for (let i = 0; i < n; i++) {
-      out[at++] = 0x0a; // field 1 `inputs`, length-delimited
-      at = writeVarint(out, at, lengths[i]);
-      const e = encoded[i];
-      if (e) {
-        out.set(e, at);
-        at += e.length;
-      } else {
-        const a = payloads[i] as Uint8Array;
-        out[at++] = 0x08; // field 1 `stream`, varint
-        at = writeVarint(out, at, ids[i]);
-        out[at++] = 0x1a; // field 3 `audio`, length-delimited
-        at = writeVarint(out, at, a.length);
-        out.set(a, at);
-        at += a.length;
-      }
-    }
+    const out = Buffer.allocUnsafe(this.used);
+    this.buf.copy(out, 0, 0, this.used);
     this.clear();
+    if (this.buf.length > MAX_KEPT_BYTES) this.buf = Buffer.allocUnsafeSlow(FIRST_BYTES);
     return out;
   }
 }

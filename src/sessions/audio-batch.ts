@@ -6,11 +6,17 @@
  * "Caller audio to the recognizer"):
  *
  * - a frame of `batchMs` or more with nothing pending goes out as it is (no copy);
- * - smaller frames wait until the pending audio reaches `batchMs`, then go out as one message;
+ * - smaller frames are copied into the batcher's own buffer until the pending audio reaches
+ *   `batchMs`, then go out as one message (a view of that buffer, reused for the next batch);
  * - a batch whose first frame has waited `batchMs` goes out whatever it holds (one shared
  *   20 ms sweep for all batchers, not a timer per session): when the caller's frames stop or
  *   slow down, the end of speech is not held back;
  * - `end()` sends what is pending first; `cancel()` drops it.
+ *
+ * Frames are read during `push` only, and what `send` is given is read during the call only
+ * (the recognition mux copies it into its request at once): neither side keeps the other's
+ * buffer, so the websocket transport hands over uWebSockets.js's own buffer, with no copy and no
+ * allocation per frame (bench/README.md, twenty-third pass).
  *
  * With frames arriving in real time the first frame of a batch waits at most `batchMs` less one
  * frame (20 ms with 20 ms frames and the default 40 ms): the recognizer hears the silence that
@@ -27,16 +33,6 @@ export const RECOGNIZER_BATCH_MS = 40;
 const SWEEP_MS = 20;
 /** 16 kHz × 2 bytes. */
 const BYTES_PER_MS = 32;
-
-/**
- * `n` bytes (uninitialised) as a plain Uint8Array, carved from Node's shared buffer pool when `n`
- * is under its 4 KB limit (every caller frame and batch is): a new ArrayBuffer per 20 ms frame
- * cost several times the copy itself and fed the collector (bench/README.md, tenth pass).
- */
-export function pooledBytes(n: number): Uint8Array {
-  const b = Buffer.allocUnsafe(n);
-  return new Uint8Array(b.buffer, b.byteOffset, n);
-}
 
 /** A clock for the sweep (tests pass a manual one). */
 export interface BatchClock {
@@ -88,7 +84,8 @@ export class AudioBatcher {
   private readonly minBytes: number;
   private readonly waitMs: number;
   private readonly sweeper: Sweep;
-  private parts: Uint8Array[] = [];
+  /** The pending audio (its first `bytes`); allocated at the first frame that waits. */
+  private acc: Uint8Array | null = null;
   private bytes = 0;
   private since = 0;
   private closed = false;
@@ -103,7 +100,7 @@ export class AudioBatcher {
     this.sweeper = sweepFor(o.clock ?? realClock);
   }
 
-  /** A frame of 16 kHz PCM bytes; the batcher keeps it (the caller must not reuse it). */
+  /** A frame of 16 kHz PCM bytes, read during the call only (the caller may reuse its buffer). */
   push(pcm: Uint8Array): void {
     if (this.closed || pcm.length === 0) return;
     if (this.bytes === 0 && pcm.length >= this.minBytes) {
@@ -114,26 +111,22 @@ export class AudioBatcher {
       this.since = this.sweeper.clock.now();
       this.sweeper.add(this);
     }
-    this.parts.push(pcm);
-    this.bytes += pcm.length;
+    const need = this.bytes + pcm.length;
+    if (!this.acc || this.acc.length < need) {
+      // Twice the batch at first (room for the frame that completes it); larger frames grow it.
+      const next = new Uint8Array(Math.max(need, 2 * this.minBytes));
+      if (this.acc) next.set(this.acc.subarray(0, this.bytes));
+      this.acc = next;
+    }
+    this.acc.set(pcm, this.bytes);
+    this.bytes = need;
     if (this.bytes >= this.minBytes) this.flush();
   }
 
   /** Sends what is pending now. */
   flush(): void {
     if (this.bytes === 0) return;
-    const parts = this.parts;
-    let out: Uint8Array;
-    if (parts.length === 1) out = parts[0]!;
-    else {
-      out = pooledBytes(this.bytes);
-      let at = 0;
-      for (const p of parts) {
-        out.set(p, at);
-        at += p.length;
-      }
-    }
-    this.parts = [];
+    const out = this.acc!.subarray(0, this.bytes);
     this.bytes = 0;
     this.sweeper.remove(this);
     this.send(out);
@@ -152,7 +145,7 @@ export class AudioBatcher {
 
   /** Drops what is pending and takes no more. */
   cancel(): void {
-    this.parts = [];
+    this.acc = null;
     this.bytes = 0;
     this.closed = true;
     this.sweeper.remove(this);

@@ -21,7 +21,6 @@ import type { Logger } from '../log.ts';
 import { ConnectRefused, type ClientLink, type LiveSession, type SessionRuntime } from '../sessions/runtime.ts';
 import { stallWatch } from '../http/ws-frames.ts';
 import { relayFrom, type Relay, type RelayedFrame } from './relay.ts';
-import { pooledBytes } from '../sessions/audio-batch.ts';
 
 export const CONNECT_PATH = '/v1/agent/sessions/connect';
 /**
@@ -267,17 +266,14 @@ export function mountWebsocketTransport(http: HttpApp, runtime: SessionRuntime, 
         const allowed = (Date.now() - d.inStart + INPUT_BURST_MS) * BYTES_PER_MS;
         if (d.inBytes + message.byteLength > allowed) return; // faster than real time: dropped
         d.inBytes += message.byteLength;
-        // uWS reuses the ArrayBuffer after this callback: copy the frame. To a worker, an
-        // ArrayBuffer of its own (it is transferred); here, into Node's shared buffer pool
-        // (`pooledBytes`), not an ArrayBuffer per frame.
+        // uWS reuses the ArrayBuffer after this callback. To a worker, a copy (an ArrayBuffer of
+        // its own, transferred). Here, no copy: the session reads a frame during `sendAudio`
+        // only (the recorder and the recognizer's batch copy what they keep), so a frame costs
+        // no allocation of its own (bench/README.md, twenty-third pass).
         if (relay) {
           const frame = message.slice(0);
           relay.postMessage({ t: 'audio', buf: frame } satisfies RelayedFrame, [frame]);
-        } else {
-          const frame = pooledBytes(message.byteLength);
-          frame.set(new Uint8Array(message));
-          live!.handle.sendAudio(frame);
-        }
+        } else live!.handle.sendAudio(new Uint8Array(message));
         return;
       }
       const text = Buffer.from(message).toString('utf8');

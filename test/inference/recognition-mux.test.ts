@@ -84,6 +84,32 @@ t.test('a backend offering TranscribeStreams serves several streams on one call,
   t.equal(calls.filter((c) => c.rpc === 'transcribeStreams').length, 1, 'still one call');
 });
 
+// The websocket transport hands a stream a view of uWebSockets.js's buffer, which it reuses once
+// the frame's callback returns: a stream reads a frame during sendAudio only.
+for (const multiplex of [true, false]) {
+  t.test(`a frame is read while sendAudio runs: its buffer may be reused at once (${multiplex ? 'one shared call' : 'a call per stream'})`, async (t) => {
+    const { client, conn } = await setup(t, multiplex);
+    const [one, two] = await Promise.all(PHRASES.slice(0, 2).map((p) => speech(client, p)));
+    const streams = await Promise.all([0, 1].map(() => client.transcribeStream(config)));
+    t.equal(conn.multiplexedStreams, multiplex ? 2 : 0);
+    const scratch = new Uint8Array(1280);
+    const audio = [one, two];
+    const longest = Math.max(one.length, two.length);
+    for (let at = 0; at < longest; at += 1280) {
+      streams.forEach((s, i) => {
+        if (at >= audio[i].length) return;
+        const f = audio[i].subarray(at, at + 1280);
+        scratch.set(f);
+        s.sendAudio(scratch.subarray(0, f.length));
+        scratch.fill(0x55); // the sender's next use of its buffer
+      });
+    }
+    for (const s of streams) s.end();
+    const got = await Promise.all(streams.map((s) => collect(s)));
+    t.same(got.map(committed), PHRASES.slice(0, 2), 'each stream heard its audio as it was when sent');
+  });
+}
+
 t.test("one stream's cancel or failure ends that stream only", async (t) => {
   const { client, conn, backend } = await setup(t, true);
   const audio = await Promise.all(PHRASES.map((p) => speech(client, p)));

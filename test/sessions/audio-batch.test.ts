@@ -40,7 +40,7 @@ const concat = (parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [..
 t.test('20 ms frames go out in messages of 60 ms (batchMs 60), the same bytes in the same order', async (t) => {
   const clock = manualClock();
   const sent: Uint8Array[] = [];
-  const b = new AudioBatcher((pcm) => sent.push(pcm), { batchMs: 60, clock });
+  const b = new AudioBatcher((pcm) => sent.push(pcm.slice()), { batchMs: 60, clock });
   const frames = Array.from({ length: 9 }, (_, i) => frame(20, i * 7));
   for (const f of frames) {
     b.push(f);
@@ -53,21 +53,44 @@ t.test('20 ms frames go out in messages of 60 ms (batchMs 60), the same bytes in
 t.test('a frame of the batch size or more, with nothing pending, goes out at once and as it is', async (t) => {
   const clock = manualClock();
   const sent: Uint8Array[] = [];
-  const b = new AudioBatcher((pcm) => sent.push(pcm), { batchMs: 60, clock });
+  const given: Uint8Array[] = [];
+  const b = new AudioBatcher((pcm) => {
+    given.push(pcm);
+    sent.push(pcm.slice());
+  }, { batchMs: 60, clock });
   const big = frame(100);
   b.push(big);
   t.equal(sent.length, 1);
-  t.equal(sent[0], big, 'not copied');
+  t.equal(given[0], big, 'not copied');
   b.push(frame(20, 1));
   b.push(frame(100, 2));
   t.same(sent.map((m) => m.length), [3200, 3840], 'pending audio goes out with the next frame');
   t.same(sent[1], concat([frame(20, 1), frame(100, 2)]));
 });
 
+t.test("a frame is read during push only, and a batch during send only: both sides' buffers are reused", async (t) => {
+  const clock = manualClock();
+  const sent: Uint8Array[] = [];
+  const b = new AudioBatcher((pcm) => {
+    sent.push(pcm.slice());
+    pcm.fill(0xee); // the receiver may not keep it: this must not reach later batches
+  }, { batchMs: 60, clock });
+  const scratch = new Uint8Array(640); // the transport's one buffer, as uWebSockets.js's
+  const frames = Array.from({ length: 6 }, (_, i) => frame(20, i * 11));
+  for (const f of frames) {
+    scratch.set(f);
+    b.push(scratch);
+    scratch.fill(0x55); // the transport's next frame
+    clock.advance(20);
+  }
+  t.same(sent.map((m) => m.length), [1920, 1920], 'two batches of 60 ms');
+  t.same(concat(sent), concat(frames), 'every byte as it was when pushed');
+});
+
 t.test('when frames stop, what is pending goes out within the batch time (the end of speech is not held back)', async (t) => {
   const clock = manualClock();
   const sent: Uint8Array[] = [];
-  const b = new AudioBatcher((pcm) => sent.push(pcm), { batchMs: 60, clock });
+  const b = new AudioBatcher((pcm) => sent.push(pcm.slice()), { batchMs: 60, clock });
   b.push(frame(20));
   b.push(frame(20, 3));
   clock.advance(20);
@@ -80,12 +103,12 @@ t.test('when frames stop, what is pending goes out within the batch time (the en
 t.test('end() sends what is pending; cancel() drops it; neither takes more audio', async (t) => {
   const clock = manualClock();
   const sent: Uint8Array[] = [];
-  const ended = new AudioBatcher((pcm) => sent.push(pcm), { clock });
+  const ended = new AudioBatcher((pcm) => sent.push(pcm.slice()), { clock });
   ended.push(frame(20, 5));
   ended.end();
   ended.push(frame(100));
   t.same(sent, [frame(20, 5)]);
-  const cancelled = new AudioBatcher((pcm) => sent.push(pcm), { clock });
+  const cancelled = new AudioBatcher((pcm) => sent.push(pcm.slice()), { clock });
   cancelled.push(frame(20));
   cancelled.cancel();
   cancelled.push(frame(100));
@@ -96,7 +119,7 @@ t.test('end() sends what is pending; cancel() drops it; neither takes more audio
 
 t.test('batchMs 0: every frame on its own, as before batching', async (t) => {
   const sent: Uint8Array[] = [];
-  const b = new AudioBatcher((pcm) => sent.push(pcm), { batchMs: 0, clock: manualClock() });
+  const b = new AudioBatcher((pcm) => sent.push(pcm.slice()), { batchMs: 0, clock: manualClock() });
   b.push(frame(20));
   b.push(frame(10));
   t.same(sent.map((m) => m.length), [640, 320]);
