@@ -35,9 +35,13 @@ export type MuxHost = Host<MuxCall>;
 
 type Event = NonNullable<MessageInitShape<typeof TranscribeStreamsInputSchema>['event']>;
 
-/** The batch buffer's first size; past `MAX_KEPT_BYTES` (a backlog's burst) it is not kept. */
-const FIRST_BYTES = 16 * 1024;
-const MAX_KEPT_BYTES = 1024 * 1024;
+/**
+ * The batch buffer's first size; it grows to the largest request (a turn of a busy event loop at
+ * 1,000 sessions gathers up to ~1–2 MB) and is kept up to `MAX_KEPT_BYTES` (a larger one, after
+ * a backlog, is dropped).
+ */
+const FIRST_BYTES = 64 * 1024;
+const MAX_KEPT_BYTES = 8 * 1024 * 1024;
 
 /**
  * TranscribeStreams inputs not yet written, already encoded: each input (field 1 `inputs` of the
