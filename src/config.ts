@@ -223,8 +223,8 @@ const nonNegativeInt = (name: string, n: number): number => {
 
 /** Where `npm run backend` listens by default, and so where a platform without its own backend looks. */
 export const DEFAULT_BACKEND_ADDRESS = '127.0.0.1:50051';
-/** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth pass). */
-export const HEAP_GROWTH_DEFAULT = 25;
+/** `PARLEY_HEAP_GROWTH_PERCENT`'s default (bench/README.md, twelfth and twenty-fourth passes; D-SCALE-4). */
+export const HEAP_GROWTH_DEFAULT = 50;
 /** `PARLEY_GC_MARKING_START_PERCENT`'s default (bench/README.md, eighteenth pass). */
 export const GC_MARKING_START_DEFAULT = 80;
 
