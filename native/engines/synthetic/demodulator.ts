@@ -33,6 +33,17 @@ const MIN_PURITY = 0.3;
 /** Part of each data symbol measured: its middle 70%, away from fades and codec smear. */
 const GUARD = 0.15;
 const RING = 64;
+/**
+ * Inside a burst the tones never stop, so a run of at least `GAP_MIN_MS` quieter than `SILENT`
+ * there is silence an audio path inserted (a capture device that ran late fills 10 ms with
+ * zeros; a browser's fake microphone under load did). It is skipped: the symbol it splits is
+ * read from its longer part, and the symbols after it are looked for that much later. Before,
+ * each such gap moved every later window towards the previous symbol, and two or three of them
+ * in an utterance lost its end. A run of `GAP_MAX_MS` or more is the burst ending (cut short).
+ */
+const SILENT = 1e-3;
+const GAP_MIN_MS = 2;
+const GAP_MAX_MS = 100;
 
 /**
  * Finds bursts (preamble → header → data → terminator) in a sample stream and decodes them.
@@ -207,8 +218,25 @@ export class Demodulator {
   /** Decodes data symbol k if its samples are here; false when more input is needed. */
   private readSymbol(end: number, out: DemodEvent[]): boolean {
     const st = this.dataStart + this.k * this.step;
-    if (Math.ceil(st + (1 - GUARD) * this.step) > end) return false;
-    const v = this.symbolAt(st, this.step);
+    const stop = Math.ceil(st + (1 - GUARD) * this.step);
+    if (stop > end) return false;
+    const gap = this.gapIn(Math.max(this.base, Math.floor(st - GUARD * this.step)), stop, end);
+    if (gap === null) return false; // a quiet run still going: inserted or the end, not known yet
+    let v: number;
+    if (gap) {
+      const [g0, g1] = gap;
+      const skip = g1 - g0;
+      // The symbol is [st, g0) and [g1, st + step + skip): its window in the longer part.
+      const aFrom = st + GUARD * this.step;
+      const aTo = Math.min(g0, st + (1 - GUARD) * this.step);
+      const bFrom = Math.max(g1, st + skip + GUARD * this.step);
+      const bTo = st + skip + (1 - GUARD) * this.step;
+      if (aTo - aFrom >= bTo - bFrom) v = this.symbolIn(aFrom, aTo);
+      else if (Math.ceil(bTo) > end) return false;
+      else v = this.symbolIn(bFrom, bTo);
+      this.dataStart += skip;
+      if (v === -1) v = this.symbolAt(st + skip, this.step); // (not expected: decide as before)
+    } else v = this.symbolAt(st, this.step);
     if (v === -1) {
       this.endBurst(st, out);
     } else if (v === -2) {
@@ -221,10 +249,39 @@ export class Demodulator {
     return true;
   }
 
+  /**
+   * The first quiet run (`SILENT`, at least `GAP_MIN_MS`) starting in [from, to], as
+   * [its start, the first sample after it]; undefined when there is none or it lasts
+   * `GAP_MAX_MS` or more; null when it reaches `end` shorter than that (more input decides).
+   */
+  private gapIn(from: number, to: number, end: number): [number, number] | null | undefined {
+    const b = this.buf;
+    const min = Math.max(1, Math.round((this.sampleRateHz * GAP_MIN_MS) / 1000));
+    const max = Math.round((this.sampleRateHz * GAP_MAX_MS) / 1000);
+    let run = 0;
+    for (let i = from; i < end; i++) {
+      const x = b[i - this.base];
+      if (x < SILENT && x > -SILENT) {
+        run++;
+        if (run >= max) return undefined;
+        continue;
+      }
+      if (run >= min) return [i - run, i];
+      run = 0;
+      if (i >= to) return undefined;
+    }
+    return run >= min && end - run < to ? null : undefined;
+  }
+
   /** The byte of the symbol at [st, st + len): -1 no symbol, -2 terminator. */
   private symbolAt(st: number, len: number): number {
-    const from = Math.round(st + GUARD * len);
-    const n = Math.round(st + (1 - GUARD) * len) - from;
+    return this.symbolIn(st + GUARD * len, st + (1 - GUARD) * len);
+  }
+
+  /** The byte of the symbol measured over [from, to). */
+  private symbolIn(fromPos: number, toPos: number): number {
+    const from = Math.round(fromPos);
+    const n = Math.round(toPos) - from;
     const fr = this.frAll;
     toneFractions(this.buf, from - this.base, n, this.cAll, fr);
     const a = argmax(fr, 0, 17);
