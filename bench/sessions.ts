@@ -334,8 +334,8 @@ async function main() {
   }
 
   // --caller-frame-ms: how much audio each caller frame carries (10–100 ms, a multiple of 10;
-  // default 100). The SDK sends 20 ms frames by default: each one costs the platform a websocket
-  // message, a recording copy and a gRPC message to the recognizer.
+  // default 100). The SDK's microphone sends 40 ms frames by default, telephony 20 ms: each frame
+  // costs the platform a websocket message and a recording copy (bench/README.md, twenty-fifth pass).
   const callerFrameMs = Math.max(10, Math.min(100, Math.round(arg('caller-frame-ms', 100) / 10) * 10));
   const gc = exposeGc();
   gc();

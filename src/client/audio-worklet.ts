@@ -36,7 +36,7 @@ class CaptureProcessor extends AudioWorkletProcessor implements Processor {
   constructor(options: { processorOptions?: Record<string, unknown> }) {
     super();
     const n = Number(options.processorOptions?.frameSamples);
-    this.frameSamples = Number.isInteger(n) && n > 0 ? n : 320;
+    this.frameSamples = Number.isInteger(n) && n > 0 ? n : 640; // 40 ms, the SDK's default
     this.frameBuf = new Int16Array(this.frameSamples);
   }
 

@@ -15,6 +15,13 @@ import { ClientError, type Microphone, type Speaker } from './types.ts';
 const PCM_RATE_HZ = 16_000;
 const WORKLET_FILE = 'parley-audio-worklet.js';
 /**
+ * The microphone's frame length by default. The platform passes caller audio to its recognizer
+ * in messages of at least 40 ms, joining shorter frames (docs/websocket-transport.md, "Frames"):
+ * a 40 ms frame reaches the recognizer when two 20 ms frames would, and the node reads, polices
+ * and records half as many messages (bench/README.md, twenty-fifth pass).
+ */
+const MICROPHONE_FRAME_MS = 40;
+/**
  * Agent audio the speaker holds unplayed at most. The platform paces audio in real time, so
  * a healthy queue holds well under a second; more means the output is not running (a context
  * the autoplay policy keeps suspended), and further audio is dropped rather than kept.
@@ -41,7 +48,10 @@ export interface BrowserMicrophoneOptions extends BrowserAudioOptions {
    * agent's voice must not come back as the caller's), noise suppression, gain control.
    */
   constraints?: DomTrackConstraints;
-  /** Length of the 16 kHz frames sent, in ms (default 20). */
+  /**
+   * Length of the 16 kHz frames sent, in ms (default 40: the platform hands caller audio to its
+   * recognizer in 40 ms messages anyway, so shorter frames only cost more messages).
+   */
   frameMs?: number;
 }
 
@@ -127,7 +137,7 @@ export function browserMicrophone(options: BrowserMicrophoneOptions = {}): Brows
         throw new ClientError('audio_unavailable', `The audio worklet could not load from ${workletUrlOf(options)}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
       }
       rate = ctx.sampleRate;
-      const frameSamples = Math.max(1, Math.round(((options.frameMs ?? 20) * PCM_RATE_HZ) / 1000));
+      const frameSamples = Math.max(1, Math.round(((options.frameMs ?? MICROPHONE_FRAME_MS) * PCM_RATE_HZ) / 1000));
       const source = ctx.createMediaStreamSource(stream);
       // No output: a worklet node without outputs is pulled by the graph on its own.
       const node = new AudioWorkletNode(ctx, 'parley-capture', { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1, channelCountMode: 'explicit', processorOptions: { frameSamples } });

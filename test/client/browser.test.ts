@@ -169,7 +169,11 @@ if (skip) {
       // The caller unmutes while the agent speaks (the fake device plays its file from then on),
       // however long the opener took to start.
       for (let i = 0; i < 1000 && convo.state !== 'speaking'; i++) await new Promise((r) => setTimeout(r, 20));
-      const stopMicrophone = await microphone.start((pcm: Int16Array) => convo.sendAudio(pcm));
+      const frameSamples = new Set<number>();
+      const stopMicrophone = await microphone.start((pcm: Int16Array) => {
+        frameSamples.add(pcm.length);
+        convo.sendAudio(pcm);
+      });
       for (let i = 0; i < 1500 && finals.filter((f) => f.role === 'agent').length < 2; i++) await new Promise((r) => setTimeout(r, 20));
       for (let i = 0; i < 500 && convo.state !== 'idle'; i++) await new Promise((r) => setTimeout(r, 20));
       await new Promise((r) => setTimeout(r, 300)); // the worklet's last position report
@@ -177,10 +181,11 @@ if (skip) {
       stopMicrophone();
       const end = await convo.hangup();
       const deviceRateHz = new AudioContext().sampleRate;
-      return { finals, log, stoppedAt, playedAtAnswer, receivedAtAnswer, playedAtEnd, end, captureRateHz: microphone.sampleRateHz, deviceRateHz, sessionId: convo.sessionId };
+      return { finals, log, stoppedAt, playedAtAnswer, receivedAtAnswer, playedAtEnd, end, captureRateHz: microphone.sampleRateHz, deviceRateHz, frameSamples: [...frameSamples], sessionId: convo.sessionId };
     }, { agentId, sdkUrl: SDK_PATH });
     t.same(errors, [], 'no page errors');
     t.ok(r.deviceRateHz > 16_000 && r.captureRateHz === r.deviceRateHz, `captured at the device's rate (${r.captureRateHz} Hz), sent at 16 kHz`);
+    t.same(r.frameSamples, [640], 'every frame the microphone sent was 40 ms (640 samples at 16 kHz), the default');
     const agent = r.finals.filter((f) => f.role === 'agent').map((f) => f.text);
     const user = r.finals.filter((f) => f.role === 'user').map((f) => f.text);
     t.same(user, [QUESTION], 'the question was recognized from the microphone');
