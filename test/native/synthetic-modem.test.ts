@@ -271,12 +271,17 @@ function withGaps(pcm: Int16Array, rateHz: number, everyMs: number, ms: number, 
 t.test('silence inserted inside speech (a capture device that ran late) loses no character', async (tt) => {
   const text = 'What is the capital of France?';
   const enc = encodeText(text);
-  // From 260 ms on: the first 240 ms are the burst's preamble and header, which are not re-timed.
+  // The first 160 ms are the preamble, 160–240 ms the header, then the data.
   for (const [everyMs, ms] of [[150, 10], [300, 10], [500, 20], [700, 30], [900, 50]] as const) {
-    for (const from of [260, 413]) {
+    for (const from of [260, 413, 170, 215]) {
       const dec = decodeAudio(pad(withGaps(enc.pcm, 24000, everyMs, ms, from), 2400, 2400), 24000);
       tt.equal(dec?.text, text, `${ms} ms of silence inserted every ${everyMs} ms from ${from} ms`);
     }
+  }
+  // In the preamble, 10 ms gaps (a late capture buffer) are read through; longer ones may not be.
+  for (const from of [5, 47, 93, 131]) {
+    const dec = decodeAudio(pad(withGaps(enc.pcm, 24000, 300, 10, from), 2400, 2400), 24000);
+    tt.equal(dec?.text, text, `10 ms of silence inserted every 300 ms from ${from} ms`);
   }
   // Through the stream decoder in 40 ms pieces, as the recognizer receives it.
   const d = new StreamDecoder(24000);

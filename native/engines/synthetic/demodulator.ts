@@ -40,6 +40,7 @@ const RING = 64;
  * read from its longer part, and the symbols after it are looked for that much later. Before,
  * each such gap moved every later window towards the previous symbol, and two or three of them
  * in an utterance lost its end. A run of `GAP_MAX_MS` or more is the burst ending (cut short).
+ * Not handled: a gap of 20 ms or more inside the preamble, which misleads its alignment.
  */
 const SILENT = 1e-3;
 const GAP_MIN_MS = 2;
@@ -129,8 +130,7 @@ export class Demodulator {
         if (hs + this.hopLen > end) break;
         this.searchHop(hs);
       } else if (this.state === 'header') {
-        if (Math.ceil(this.t0 + SYNC_SYMBOLS * this.sync) > end) break;
-        this.readHeader(out);
+        if (Math.ceil(this.t0 + SYNC_SYMBOLS * this.sync) > end || !this.readHeader(end, out)) break;
       } else if (!this.readSymbol(end, out)) break;
     }
     this.compact();
@@ -199,54 +199,77 @@ export class Demodulator {
     return sum;
   }
 
-  private readHeader(out: DemodEvent[]): void {
-    const h1 = this.symbolAt(this.t0 + PREAMBLE.length * this.sync, this.sync);
-    const h2 = this.symbolAt(this.t0 + (PREAMBLE.length + 1) * this.sync, this.sync);
+  /**
+   * Reads the header after the preamble; false when more input is needed. A gap (`gapIn`) in
+   * the preamble or the header moves what follows it, as in the data.
+   */
+  private readHeader(end: number, out: DemodEvent[]): boolean {
+    let at = this.t0 + PREAMBLE.length * this.sync;
+    const inPreamble = this.gapIn(Math.max(this.base, Math.ceil(this.t0)), Math.floor(at - GUARD * this.sync), end);
+    if (inPreamble === null) return false;
+    if (inPreamble) at += inPreamble[1] - inPreamble[0];
+    const r1 = this.readAround(at, this.sync, end);
+    if (!r1) return false;
+    at += r1.skip + this.sync;
+    const r2 = this.readAround(at, this.sync, end);
+    if (!r2) return false;
+    at += r2.skip + this.sync;
+    const [h1, h2] = [r1.v, r2.v];
     if (h1 < 0 || h2 < 0 || h1 + h2 !== 255 || h1 < MIN_SYMBOL_MS || h1 > MAX_SYMBOL_MS) {
       this.state = 'search';
-      return;
+      return true;
     }
     this.step = (h1 * this.sampleRateHz) / 1000;
-    this.dataStart = this.t0 + SYNC_SYMBOLS * this.sync;
+    this.dataStart = at;
     this.k = 0;
     this.utf8 = new Utf8Chars();
     this.chars = [];
     this.state = 'data';
     out.push({ type: 'burst_start', pos: this.t0 });
+    return true;
   }
 
   /** Decodes data symbol k if its samples are here; false when more input is needed. */
   private readSymbol(end: number, out: DemodEvent[]): boolean {
+    const r = this.readAround(this.dataStart + this.k * this.step, this.step, end);
+    if (!r) return false;
+    this.dataStart += r.skip;
     const st = this.dataStart + this.k * this.step;
-    const stop = Math.ceil(st + (1 - GUARD) * this.step);
-    if (stop > end) return false;
-    const gap = this.gapIn(Math.max(this.base, Math.floor(st - GUARD * this.step)), stop, end);
-    if (gap === null) return false; // a quiet run still going: inserted or the end, not known yet
-    let v: number;
-    if (gap) {
-      const [g0, g1] = gap;
-      const skip = g1 - g0;
-      // The symbol is [st, g0) and [g1, st + step + skip): its window in the longer part.
-      const aFrom = st + GUARD * this.step;
-      const aTo = Math.min(g0, st + (1 - GUARD) * this.step);
-      const bFrom = Math.max(g1, st + skip + GUARD * this.step);
-      const bTo = st + skip + (1 - GUARD) * this.step;
-      if (aTo - aFrom >= bTo - bFrom) v = this.symbolIn(aFrom, aTo);
-      else if (Math.ceil(bTo) > end) return false;
-      else v = this.symbolIn(bFrom, bTo);
-      this.dataStart += skip;
-      if (v === -1) v = this.symbolAt(st + skip, this.step); // (not expected: decide as before)
-    } else v = this.symbolAt(st, this.step);
-    if (v === -1) {
+    if (r.v === -1) {
       this.endBurst(st, out);
-    } else if (v === -2) {
+    } else if (r.v === -2) {
       this.endBurst(st + this.step, out);
     } else {
-      this.utf8.push(v, st, st + this.step, this.chars);
+      this.utf8.push(r.v, st, st + this.step, this.chars);
       this.emitChars(out);
       this.k++;
     }
     return true;
+  }
+
+  /**
+   * The symbol of length `len` at `st`, read around a gap: its value and the gap's length (by
+   * which every later symbol moves), or null when more input is needed.
+   */
+  private readAround(st: number, len: number, end: number): { v: number; skip: number } | null {
+    const stop = Math.ceil(st + (1 - GUARD) * len);
+    if (stop > end) return null;
+    const gap = this.gapIn(Math.max(this.base, Math.floor(st - GUARD * len)), stop, end);
+    if (gap === null) return null; // a quiet run still going: inserted or the end, not known yet
+    if (!gap) return { v: this.symbolAt(st, len), skip: 0 };
+    const [g0, g1] = gap;
+    const skip = g1 - g0;
+    // The symbol is [st, g0) and [g1, st + len + skip): its window in the longer part.
+    const aFrom = st + GUARD * len;
+    const aTo = Math.min(g0, st + (1 - GUARD) * len);
+    const bFrom = Math.max(g1, st + skip + GUARD * len);
+    const bTo = st + skip + (1 - GUARD) * len;
+    let v: number;
+    if (aTo - aFrom >= bTo - bFrom) v = this.symbolIn(aFrom, aTo);
+    else if (Math.ceil(bTo) > end) return null;
+    else v = this.symbolIn(bFrom, bTo);
+    if (v === -1) v = this.symbolAt(st + skip, len); // (not expected: decide as before)
+    return { v, skip };
   }
 
   /**
