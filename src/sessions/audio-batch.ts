@@ -25,8 +25,8 @@
 
 /**
  * Default batch: 40 ms of audio per recognizer message (one SDK frame, two telephony frames; the
- * bench's 100 ms frames pass as they are). Measured with 20 ms frames (bench/README.md): 40 ms added 13 ms to the
- * caller's turn latency p50, 60 ms 31 ms.
+ * bench's 100 ms frames pass as they are). Measured with 20 ms frames (bench/README.md): 40 ms
+ * added 13 ms to the caller's turn latency p50, 60 ms 31 ms.
  */
 export const RECOGNIZER_BATCH_MS = 40;
 /** How often batches whose first frame has waited `batchMs` are sent. */

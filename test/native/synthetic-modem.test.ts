@@ -256,7 +256,7 @@ t.test('white noise at 20 dB SNR', async (tt) => {
 });
 
 /** `pcm` with `ms` of silence inserted every `everyMs`, the first at `from` ms. */
-function withGaps(pcm: Int16Array, rateHz: number, everyMs: number, ms: number, from = everyMs): Int16Array {
+function withGaps(pcm: Int16Array, rateHz: number, everyMs: number, ms: number, from: number): Int16Array {
   const parts: Int16Array[] = [];
   const every = (everyMs * rateHz) / 1000;
   let at = 0;

@@ -45,6 +45,8 @@ const RING = 64;
 const SILENT = 1e-3;
 const GAP_MIN_MS = 2;
 const GAP_MAX_MS = 100;
+/** `readAround`'s answer when the samples it needs have not all arrived. */
+const MORE = -3;
 
 /**
  * Finds bursts (preamble → header → data → terminator) in a sample stream and decodes them.
@@ -78,10 +80,19 @@ export class Demodulator {
   private k = 0;
   private utf8 = new Utf8Chars();
   private chars: CharAt[] = [];
+  /** The gap the last `readAround` read past (samples; 0 when none). */
+  private skipped = 0;
+  /** The first sample after the run the last `gapIn` found. */
+  private gapEnd = 0;
+  /** `GAP_MIN_MS` and `GAP_MAX_MS` in samples. */
+  private readonly gapMin: number;
+  private readonly gapMax: number;
 
   constructor(readonly sampleRateHz: number) {
     this.hopLen = Math.max(1, Math.floor((sampleRateHz * SYNC_SYMBOL_MS) / 1000 / HOPS_PER_SYMBOL));
     this.sync = (sampleRateHz * SYNC_SYMBOL_MS) / 1000;
+    this.gapMin = Math.max(1, Math.round((sampleRateHz * GAP_MIN_MS) / 1000));
+    this.gapMax = Math.round((sampleRateHz * GAP_MAX_MS) / 1000);
     this.cCtl = coefficients([TONES_A[CONTROL], TONES_B[0], TONES_A[0], TONES_B[CONTROL]], sampleRateHz);
     this.cAll = coefficients([...TONES_A, ...TONES_B], sampleRateHz);
   }
@@ -206,15 +217,14 @@ export class Demodulator {
   private readHeader(end: number, out: DemodEvent[]): boolean {
     let at = this.t0 + PREAMBLE.length * this.sync;
     const inPreamble = this.gapIn(Math.max(this.base, Math.ceil(this.t0)), Math.floor(at - GUARD * this.sync), end);
-    if (inPreamble === null) return false;
-    if (inPreamble) at += inPreamble[1] - inPreamble[0];
-    const r1 = this.readAround(at, this.sync, end);
-    if (!r1) return false;
-    at += r1.skip + this.sync;
-    const r2 = this.readAround(at, this.sync, end);
-    if (!r2) return false;
-    at += r2.skip + this.sync;
-    const [h1, h2] = [r1.v, r2.v];
+    if (inPreamble === MORE) return false;
+    if (inPreamble >= 0) at += this.gapEnd - inPreamble;
+    const h1 = this.readAround(at, this.sync, end);
+    if (h1 === MORE) return false;
+    at += this.skipped + this.sync;
+    const h2 = this.readAround(at, this.sync, end);
+    if (h2 === MORE) return false;
+    at += this.skipped + this.sync;
     if (h1 < 0 || h2 < 0 || h1 + h2 !== 255 || h1 < MIN_SYMBOL_MS || h1 > MAX_SYMBOL_MS) {
       this.state = 'search';
       return true;
@@ -231,16 +241,16 @@ export class Demodulator {
 
   /** Decodes data symbol k if its samples are here; false when more input is needed. */
   private readSymbol(end: number, out: DemodEvent[]): boolean {
-    const r = this.readAround(this.dataStart + this.k * this.step, this.step, end);
-    if (!r) return false;
-    this.dataStart += r.skip;
+    const v = this.readAround(this.dataStart + this.k * this.step, this.step, end);
+    if (v === MORE) return false;
+    this.dataStart += this.skipped;
     const st = this.dataStart + this.k * this.step;
-    if (r.v === -1) {
+    if (v === -1) {
       this.endBurst(st, out);
-    } else if (r.v === -2) {
+    } else if (v === -2) {
       this.endBurst(st + this.step, out);
     } else {
-      this.utf8.push(r.v, st, st + this.step, this.chars);
+      this.utf8.push(v, st, st + this.step, this.chars);
       this.emitChars(out);
       this.k++;
     }
@@ -248,52 +258,54 @@ export class Demodulator {
   }
 
   /**
-   * The symbol of length `len` at `st`, read around a gap: its value and the gap's length (by
-   * which every later symbol moves), or null when more input is needed.
+   * The symbol of length `len` at `st` (as `symbolAt`), read around a gap, whose length (by
+   * which every later symbol moves) it leaves in `skipped`; `MORE` when more input is needed.
+   * No allocation: it runs for every symbol of every stream.
    */
-  private readAround(st: number, len: number, end: number): { v: number; skip: number } | null {
+  private readAround(st: number, len: number, end: number): number {
+    this.skipped = 0;
     const stop = Math.ceil(st + (1 - GUARD) * len);
-    if (stop > end) return null;
-    const gap = this.gapIn(Math.max(this.base, Math.floor(st - GUARD * len)), stop, end);
-    if (gap === null) return null; // a quiet run still going: inserted or the end, not known yet
-    if (!gap) return { v: this.symbolAt(st, len), skip: 0 };
-    const [g0, g1] = gap;
+    if (stop > end) return MORE;
+    const g0 = this.gapIn(Math.max(this.base, Math.floor(st - GUARD * len)), stop, end);
+    if (g0 === MORE) return MORE; // a quiet run still going: inserted or the end, not known yet
+    if (g0 < 0) return this.symbolAt(st, len);
+    const g1 = this.gapEnd;
     const skip = g1 - g0;
     // The symbol is [st, g0) and [g1, st + len + skip): its window in the longer part.
     const aFrom = st + GUARD * len;
     const aTo = Math.min(g0, st + (1 - GUARD) * len);
     const bFrom = Math.max(g1, st + skip + GUARD * len);
     const bTo = st + skip + (1 - GUARD) * len;
-    let v: number;
-    if (aTo - aFrom >= bTo - bFrom) v = this.symbolIn(aFrom, aTo);
-    else if (Math.ceil(bTo) > end) return null;
-    else v = this.symbolIn(bFrom, bTo);
-    if (v === -1) v = this.symbolAt(st + skip, len); // (not expected: decide as before)
-    return { v, skip };
+    if (aTo - aFrom < bTo - bFrom && Math.ceil(bTo) > end) return MORE;
+    this.skipped = skip;
+    return aTo - aFrom >= bTo - bFrom ? this.symbolIn(aFrom, aTo) : this.symbolIn(bFrom, bTo);
   }
 
   /**
-   * The first quiet run (`SILENT`, at least `GAP_MIN_MS`) starting in [from, to], as
-   * [its start, the first sample after it]; undefined when there is none or it lasts
-   * `GAP_MAX_MS` or more; null when it reaches `end` shorter than that (more input decides).
+   * The start of the first quiet run (`SILENT`, at least `GAP_MIN_MS`) starting in [from, to],
+   * with the first sample after it in `gapEnd`; -1 when there is none or it lasts `GAP_MAX_MS`
+   * or more; `MORE` when it reaches `end` shorter than that (more input decides).
    */
-  private gapIn(from: number, to: number, end: number): [number, number] | null | undefined {
+  private gapIn(from: number, to: number, end: number): number {
     const b = this.buf;
-    const min = Math.max(1, Math.round((this.sampleRateHz * GAP_MIN_MS) / 1000));
-    const max = Math.round((this.sampleRateHz * GAP_MAX_MS) / 1000);
+    const min = this.gapMin;
+    const max = this.gapMax;
     let run = 0;
     for (let i = from; i < end; i++) {
       const x = b[i - this.base];
       if (x < SILENT && x > -SILENT) {
         run++;
-        if (run >= max) return undefined;
+        if (run >= max) return -1;
         continue;
       }
-      if (run >= min) return [i - run, i];
+      if (run >= min) {
+        this.gapEnd = i;
+        return i - run;
+      }
       run = 0;
-      if (i >= to) return undefined;
+      if (i >= to) return -1;
     }
-    return run >= min && end - run < to ? null : undefined;
+    return run >= min && end - run < to ? MORE : -1;
   }
 
   /** The byte of the symbol at [st, st + len): -1 no symbol, -2 terminator. */
