@@ -27,8 +27,10 @@ const GAP_TOLERANCE_MS = 60;
 /**
  * Audio is written to a track's file in chunks of this size (about 2 s), not frame by frame: a
  * file write costs about the same whatever its size, and one per 20 ms frame cost more CPU than
- * the rest of the audio path (bench/README.md). Memory: one pending chunk per track while that
- * speaker is audible.
+ * the rest of the audio path (bench/README.md). Memory: one pending chunk per track while it
+ * holds audio not yet written, which is most of a call (a quiet speaker's part-filled chunk
+ * waits for their next words): two per talking session, about half of its memory. Smaller
+ * chunks were measured and not taken (docs/decisions.md, D-REC-1).
  */
 export const WRITE_CHUNK_BYTES = 64 * 1024;
 /** Chunk buffers kept for reuse across every track of the process (at most this many). */
