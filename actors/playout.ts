@@ -3,7 +3,8 @@
  * ahead (`leadMs`) to cover network jitter. `enqueue` resolves only when less than
  * `highWaterMs` is waiting, so a reader that awaits it pulls its synthesis stream at the
  * speed of playback and never buffers a whole reply (backpressure down to the backend).
- * `playedMs` is how much audio has been sent: what the caller has heard.
+ * `playedMs` is how much audio has been sent; `heardMs` how much of it has reached its play time,
+ * what the caller has heard by now (an interrupted reply keeps the words of that part).
  * Each frame is sent with its play time (`playAt`, clock ms): where the schedule puts it,
  * whenever it actually left. Frames held back by a stalled event loop leave together after
  * the stall, but their play times stay contiguous: a caller's jitter buffer absorbs such a
@@ -86,6 +87,8 @@ export class Playout {
   private waiters: (() => void)[] = [];
   private drainWaiters: (() => void)[] = [];
   private stopped = false;
+  /** When `stop` ran: nothing plays after it (the client drops what it holds). */
+  private stoppedAt: number | null = null;
 
   constructor(
     private readonly clock: Clock,
@@ -104,6 +107,15 @@ export class Playout {
 
   get playedMs(): number {
     return this.sentBytes / BYTES_PER_MS;
+  }
+
+  /**
+   * Audio whose play time has come (the schedule's, not the moment it was sent): what the
+   * caller has heard by now, at most what was sent. Sent audio is up to `leadMs` ahead of it.
+   */
+  get heardMs(): number {
+    const now = this.stoppedAt ?? this.clock.now();
+    return Math.max(0, Math.min(this.sentBytes / BYTES_PER_MS, now - this.origin));
   }
 
   /** Queues audio; resolves when the queue is below the high-water mark (or playout stopped). */
@@ -131,6 +143,7 @@ export class Playout {
 
   /** Drops queued audio at once (barge-in) and releases every waiter. */
   stop(): void {
+    if (!this.stopped) this.stoppedAt = this.clock.now();
     this.stopped = true;
     this.queue = [];
     this.queuedBytes = 0;

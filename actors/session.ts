@@ -287,6 +287,20 @@ class TurnRun {
     return this.heardText;
   }
 
+  /**
+   * What the caller has heard of an interrupted turn: the characters whose audio had reached its
+   * play time when the turn stopped (`heardMs`), not all that was sent, which runs up to the
+   * playout's lead (40–200 ms) ahead of it. Everything, for a text-only reply.
+   */
+  heard(): string {
+    if (this.reply.kind === 'generate' && !this.reply.audio) return this.text;
+    const heard = this.playout.heardMs + 0.5;
+    const chars = this.chars;
+    let text = '';
+    for (let i = 0; i < chars.length && chars[i]!.endMs <= heard; i++) text += chars[i]!.text;
+    return text;
+  }
+
   private emit(e: SessionEvent) {
     if (!this.stopped) this.sendBack(e);
   }
@@ -526,7 +540,7 @@ interface Transcript {
  */
 function settlement(t: TurnRun | null, interrupted: boolean): { turnId: number; text: string; generated: string; added: ChatMessage[] } | null {
   if (!t) return null;
-  const text = interrupted ? t.spoken() : t.spoken(true);
+  const text = interrupted ? t.heard() : t.spoken(true);
   // The spoken text is a prefix of what was generated: each model call keeps its share of it.
   const added: ChatMessage[] = [];
   let used = 0;

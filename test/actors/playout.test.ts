@@ -87,3 +87,32 @@ t.test('a chunk that comes while earlier audio is still ahead of its play time c
   t.same(sent, [1000, 1020, 1040, 1060], 'the second chunk plays right after the first, not from now');
   playout.stop();
 });
+
+t.test('heardMs is the audio whose play time has come, not all that was sent', async (t) => {
+  const { clock, pass } = stallableClock();
+  const playout = new Playout(clock, () => {});
+  void playout.enqueue(new Uint8Array(FRAME * 50)); // 1 s
+  t.equal(playout.playedMs, 140, 'the lead went out at once');
+  t.equal(playout.heardMs, 0, 'none of it has played yet');
+  pass(80);
+  t.equal(playout.playedMs, 220);
+  t.equal(playout.heardMs, 80, 'what played in 80 ms');
+  pass(40);
+  t.equal(playout.heardMs, 120, 'it grows between ticks');
+  playout.stop();
+  pass(500);
+  t.equal(playout.heardMs, 120, 'and stops with the playout');
+});
+
+t.test('heardMs after an underrun: the silence is not counted as audio heard', async (t) => {
+  const { clock, pass } = stallableClock();
+  const playout = new Playout(clock, () => {});
+  void playout.enqueue(new Uint8Array(FRAME * 2)); // 40 ms
+  pass(500);
+  t.equal(playout.heardMs, 40, 'all of it, no more');
+  void playout.enqueue(new Uint8Array(FRAME * 2));
+  t.equal(playout.heardMs, 40, 'the new audio plays from now');
+  pass(30);
+  t.equal(playout.heardMs, 70);
+  playout.stop();
+});

@@ -299,6 +299,24 @@ t.test('interruption_sensitivity high (0 ms): the agent stops in the same step a
   await handle.ended;
 });
 
+t.test('barge-in: the record keeps what had played when the caller spoke, not the audio sent ahead of it', async (t) => {
+  const long = 'This is a long answer that goes on and on. It has a second sentence too. ';
+  const { clock, rec, handle, fake } = await start({ bargeInMs: 0 }, { reply: () => words(long), msPerChar: 20 });
+  fake.say('Tell me a story');
+  await clock.tick(700);
+  t.equal(handle.state, 'speaking');
+  fake.stt!.push({ type: 'speech_started', atMs: 0 });
+  await settle();
+  t.equal(handle.state, 'listening');
+  const played = clock.now() - rec.playAts[0]!; // one reply, no underrun: its audio plays from its first frame on
+  t.ok(rec.audioMs >= played + 40, `audio was sent ahead of its play time (${rec.audioMs} ms sent, ${played} played)`);
+  const agent = rec.finals().find((f) => f.startsWith('agent: '))!.slice(7);
+  t.equal(agent, long.slice(0, Math.floor(played / 20)), 'the transcript keeps the characters whose audio had played (20 ms each)');
+  t.same(rec.items.filter((i) => i.payload.role === 'assistant').map((i) => i.payload.content), [agent], 'and so does the record');
+  handle.end('test');
+  await handle.ended;
+});
+
 t.test('a short blip under the threshold does not interrupt', async (t) => {
   const { clock, handle, fake } = await start({ bargeInMs: 300 }, { reply: () => words('One two three four five six seven eight nine ten. '), msPerChar: 20 });
   fake.say('Count');
