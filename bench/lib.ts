@@ -1,6 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import WebSocket from 'ws';
@@ -206,4 +208,14 @@ export function openCrowd(o: { mode: CrowdMode; n: number; port: number | string
     for (let i = 0; i < o.n; i += 500) await Promise.all(Array.from({ length: Math.min(500, o.n - i) }, () => one(true)));
   })();
   return { held, stop: () => { stopped = true; finish(); }, done };
+}
+
+/**
+ * The Node flags `npm start` gives the platform (package.json's `start` script): V8's young
+ * generation, D-SCALE-12. A bench that hosts the platform in its own process runs with them
+ * too, so that it measures what `npm start` runs.
+ */
+export function platformNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.match(/--max-semi-space-size=\d+/g) ?? [];
 }

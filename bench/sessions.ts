@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--settle-seconds 3] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--settle-seconds 3] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--young-generation default|N] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -33,7 +33,7 @@
  * backend writes when it did its part to a PARLEY_BACKEND_TIMINGS file, bench/turn-timings.ts),
  * with the backends' event-loop delay; and session creations per second.
  */
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync, fork, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
@@ -52,7 +52,7 @@ import { startNode, type ParleyNode } from '../src/threads/primary.ts';
 import { openDatabase, type Database } from '../src/store/db.ts';
 import { createLogger } from '../src/log.ts';
 import { spawnNativeBackend } from '../src/inference/index.ts';
-import { percentile, round } from './lib.ts';
+import { percentile, platformNodeFlags, round } from './lib.ts';
 import { backendTimedPlatformMs, HOPS, readBackendLoops, readBackendTimings } from './turn-timings.ts';
 import type { TurnTimeline } from '../actors/types.ts';
 
@@ -649,7 +649,7 @@ function exposeGc(): () => void {
 /** `--nodes 2`: the second platform node, in a child process (role `node`). */
 async function startSecondNode(o: { config: Record<string, unknown>; dbSchema: string | undefined }) {
   // Its logs go to stderr: stdout carries this bench's one JSON line.
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'node', BENCH_NODE: JSON.stringify(o) }, execArgv: ['--import=tsx'], stdio: ['ignore', 2, 2, 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'node', BENCH_NODE: JSON.stringify(o) }, execArgv: [...process.execArgv.filter((a) => a.startsWith('--max-semi-space-size')), '--import=tsx'], stdio: ['ignore', 2, 2, 'ipc'] });
   const on = <T>(type: string) => new Promise<T>((resolve) => child.on('message', (m: { type: string }) => { if (m.type === type) resolve(m as T); }));
   const { url } = await on<{ url: string }>('ready');
   return {
@@ -837,7 +837,23 @@ async function creator() {
   process.send!({ created: r['2xx'], failed: r.non2xx + r.errors + r.timeouts, ms: r.duration * 1000, latencyMs: { p50: r.latency.p50, p99: r.latency.p99 }, cpuS: (cpu.user + cpu.system) / 1e6 } satisfies CreationReport, () => process.exit(0));
 }
 
+/**
+ * The platform runs in this process, with the Node flags `npm start` gives it (V8's young
+ * generation, D-SCALE-12): this process starts again with them unless it has them.
+ * `--young-generation N` runs it with N MB semi-spaces instead, `default` with V8's own size
+ * (before-and-after comparisons).
+ */
+function withPlatformFlags(): boolean {
+  const i = process.argv.indexOf('--young-generation');
+  const asked = i < 0 ? platformNodeFlags() : process.argv[i + 1] === 'default' ? [] : [`--max-semi-space-size=${Number(process.argv[i + 1])}`];
+  const has = process.execArgv.filter((a) => a.startsWith('--max-semi-space-size'));
+  if (asked.join(' ') === has.join(' ')) return false;
+  const rest = process.execArgv.filter((a) => !a.startsWith('--max-semi-space-size'));
+  const r = spawnSync(process.execPath, [...asked, ...rest, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
+
 if (process.env.BENCH_ROLE === 'callers') void callers();
 else if (process.env.BENCH_ROLE === 'creator') void creator();
 else if (process.env.BENCH_ROLE === 'node') void secondNode();
-else void main();
+else if (!withPlatformFlags()) void main();
