@@ -1,7 +1,7 @@
 // V8's young generation for the platform (D-SCALE-12): `npm start` gives the platform's process
 // `--max-semi-space-size=32`, a 64 MB new space where V8's default stops at 32 MB, so a talking
-// node's short-lived objects are scavenged half as often and fewer of them live long enough to
-// be promoted (bench/README.md, twenty-seventh pass). Counts and sizes here, not times.
+// node scavenges ~40 % less often and fewer of its short-lived objects live long enough to be
+// promoted (bench/README.md, twenty-seventh pass). Counts and sizes here, not times.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
