@@ -290,7 +290,7 @@ class TurnRun {
   /**
    * What the caller has heard of an interrupted turn: the characters whose audio had reached its
    * play time when the turn stopped (`heardMs`), not all that was sent, which runs up to the
-   * playout's lead (40–200 ms) ahead of it. Everything, for a text-only reply.
+   * playout's lead (40–120 ms) ahead of it. Everything, for a text-only reply.
    */
   heard(): string {
     if (this.reply.kind === 'generate' && !this.reply.audio) return this.text;

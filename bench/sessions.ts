@@ -845,7 +845,9 @@ async function creator() {
  */
 function withPlatformFlags(): boolean {
   const i = process.argv.indexOf('--young-generation');
-  const asked = i < 0 ? platformNodeFlags() : process.argv[i + 1] === 'default' ? [] : [`--max-semi-space-size=${Number(process.argv[i + 1])}`];
+  const value = process.argv[i + 1] ?? '';
+  if (i >= 0 && value !== 'default' && !/^[1-9]\d*$/.test(value)) throw new Error(`--young-generation takes "default" or a semi-space size in MB, not "${value}"`);
+  const asked = i < 0 ? platformNodeFlags() : value === 'default' ? [] : [`--max-semi-space-size=${value}`];
   const has = process.execArgv.filter((a) => a.startsWith('--max-semi-space-size'));
   if (asked.join(' ') === has.join(' ')) return false;
   const rest = process.execArgv.filter((a) => !a.startsWith('--max-semi-space-size'));
