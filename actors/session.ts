@@ -250,6 +250,11 @@ class TurnRun {
     this.playout = new Playout(deps.clock, (pcm, playAt) => deps.output.audio(pcm, playAt), () => this.progress());
   }
 
+  /** A generated reply without speech (a typed conversation): its text is all said at once. */
+  private get textOnly(): boolean {
+    return this.reply.kind === 'generate' && !this.reply.audio;
+  }
+
   /** Audio sent to the caller so far, in milliseconds of this turn's speech. */
   get playedMs(): number {
     return this.playout.playedMs;
@@ -267,7 +272,7 @@ class TurnRun {
 
   /** The text the caller has actually heard (everything, for text-only or finished turns). */
   spoken(all = false): string {
-    if (all || this.reply.kind === 'generate' && !this.reply.audio) return this.text;
+    if (all || this.textOnly) return this.text;
     const played = this.playout.playedMs + 0.5;
     const chars = this.chars;
     let i = this.heardChars;
@@ -293,7 +298,7 @@ class TurnRun {
    * playout's lead (40–120 ms) ahead of it. Everything, for a text-only reply.
    */
   heard(): string {
-    if (this.reply.kind === 'generate' && !this.reply.audio) return this.text;
+    if (this.textOnly) return this.text;
     const heard = this.playout.heardMs + 0.5;
     const chars = this.chars;
     let text = '';
@@ -321,7 +326,7 @@ class TurnRun {
   private progress() {
     // Agent text is paced to playback: an interim transcript per completed word.
     const text = this.spoken();
-    const words = this.reply.kind === 'generate' && !this.reply.audio ? text.split(/\s+/).filter(Boolean).length : this.heardWords;
+    const words = this.textOnly ? text.split(/\s+/).filter(Boolean).length : this.heardWords;
     if (words === this.lastWords || this.stopped || !text) return;
     this.lastWords = words;
     this.deps.output.message({ topic: 'lk.transcription', role: 'agent', segmentId: `agent-${this.turnId}`, text, final: false });

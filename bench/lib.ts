@@ -211,9 +211,9 @@ export function openCrowd(o: { mode: CrowdMode; n: number; port: number | string
 }
 
 /**
- * The Node flags `npm start` gives the platform (package.json's `start` script): V8's young
- * generation, D-SCALE-12. A bench that hosts the platform in its own process runs with them
- * too, so that it measures what `npm start` runs.
+ * The young generation's flag `npm start` gives the platform (package.json's `start` script,
+ * D-SCALE-12; the only Node flag it passes, and the only one read here). A bench that hosts
+ * the platform in its own process runs with it too, so that it measures what `npm start` runs.
  */
 export function platformNodeFlags(): string[] {
   const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as { scripts: { start: string } };
