@@ -58,6 +58,8 @@ export interface BackendOptions {
   multiplexRecognition?: boolean;
   /** Lists SynthesizeStreams in Capabilities (default true): see ServiceOptions.multiplexSynthesis. */
   multiplexSynthesis?: boolean;
+  /** Lists GenerateStreams in Capabilities (default true): see ServiceOptions.multiplexGeneration. */
+  multiplexGeneration?: boolean;
   /** Provider engines (docs/providers.md). Default: from the environment (PARLEY_LLM_PROVIDER, …). */
   providers?: ProvidersConfig;
   /** Where settings not given here are read from. Default process.env. */
@@ -160,6 +162,7 @@ export async function startBackend(opts: BackendOptions = {}): Promise<Backend> 
     streamRecognizer: opts.streamRecognizer,
     multiplexRecognition: opts.multiplexRecognition,
     multiplexSynthesis: opts.multiplexSynthesis,
+    multiplexGeneration: opts.multiplexGeneration,
     pacing: {
       timeToFirstAudioMs: opts.timeToFirstAudioMs ?? cfg.timeToFirstAudioMs,
       mode: opts.pacing ?? cfg.pacing,

@@ -35,8 +35,15 @@ import {
   TranscribeConfigSchema,
   UsageSchema,
   VoiceInfoSchema,
+  GenerateRequestSchema,
+  GenerateStreamsOutputSchema,
+  GenerateStreamsResponseSchema,
   type AudioChunk,
   type DesignVoiceRequest,
+  type GenerateRequest,
+  type GenerateResponse,
+  type GenerateStreamsOutput,
+  type GenerateStreamsRequest,
   type SynthesizeRequest,
   type SynthesizeStreamRequest,
   type SynthesizeStreamResponse,
@@ -112,6 +119,8 @@ export interface ServiceOptions {
   multiplexRecognition?: boolean;
   /** Offers SynthesizeStreams (many synthesis streams over one call) in Capabilities (default true); as multiplexRecognition. */
   multiplexSynthesis?: boolean;
+  /** Offers GenerateStreams (many generations over one call) in Capabilities (default true); as multiplexRecognition. */
+  multiplexGeneration?: boolean;
   /** The realtime recognizer of each TranscribeStream call (default: the synthetic engine's). */
   streamRecognizer?: (sampleRateHz: number) => StreamRecognizer;
   pacing: Pacing;
@@ -169,6 +178,8 @@ const header = (md: grpc.Metadata, k: string) => String(md.get(k)[0] ?? '');
 const requestIdOf = (md: grpc.Metadata) => header(md, 'x-request-id');
 /** An input or output event of a shared call's stream (a oneof case and its value). */
 type SharedEvent = { case: string | undefined; value?: unknown };
+/** How a stream of a shared call sends: its outputs, the call's drain, its failure status, its OK status. */
+interface SharedIo { out(event: SharedEvent): void; drained(): Promise<void> | null; fail(err: unknown): void; done(): void }
 
 /** The metadata a TranscribeStream call would carry, for a stream of a TranscribeStreams call (observed as its own call). */
 function streamMetadata(requestId: string, teamId: string, traceparent: string): grpc.Metadata {
@@ -246,6 +257,58 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
   const speechProvider = o.providers?.speech;
   const transcriptionProvider = o.providers?.transcription;
   const chatProvider = o.providers?.chat;
+
+  /**
+   * One generation, as a Generate call or a stream of a GenerateStreams call runs it: checks the
+   * request, takes a slot of the concurrency limit, and writes its text deltas, tool calls and
+   * finish through `io.write` (awaited: the call's or the shared call's backpressure).
+   */
+  async function generation(
+    req: GenerateRequest,
+    io: { requestId: string; signal: AbortSignal; deadline: number | undefined; write(event: GenerateResponse['event']): Promise<void> | void },
+  ): Promise<void> {
+    const receivedAt = Date.now();
+    const release = admit();
+    try {
+      const viaProvider = !!chatProvider && (!req.model || CHAT_TIERS.includes(req.model) || req.model === chatProvider.provider.settings.model);
+      if (req.model && !viaProvider && !CHAT_MODELS.includes(req.model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${req.model}`);
+      if (req.messages.length === 0 && !req.structured) throw invalid('messages: must not be empty');
+      if (req.structured) {
+        try { JSON.parse(req.structured.jsonSchema); } catch { throw invalid('structured.json_schema: not valid JSON'); }
+      }
+      for (const [i, t] of req.tools.entries()) {
+        if (!t.name) throw invalid(`tools.${i}.name: required`);
+        if (t.parametersJsonSchema) { try { JSON.parse(t.parametersJsonSchema); } catch { throw invalid(`tools.${i}.parameters_json_schema: not valid JSON`); } }
+      }
+      const textAt: number[] = [];
+      const finish = (r: string, inputTokens: number, outputTokens: number) => {
+        const reason = r === 'tool_calls' ? FinishReason.TOOL_CALLS : r === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
+        return io.write({ case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens, outputTokens }) }) });
+      };
+      if (viaProvider) {
+        for await (const e of chatProvider!.generate(req, { signal: io.signal, deadline: io.deadline })) {
+          if (e.type === 'text') {
+            if (o.onTiming) textAt.push(Date.now());
+            await io.write({ case: 'textDelta', value: e.text });
+          } else if (e.type === 'tool_call') {
+            await io.write({ case: 'toolCall', value: create(ToolCallSchema, { id: e.id, name: e.name, argumentsJson: e.argumentsJson }) });
+          } else await finish(e.reason, e.inputTokens, e.outputTokens);
+        }
+      } else {
+        const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
+        for (const e of r.events) {
+          if (e.textDelta !== undefined) {
+            if (o.onTiming) textAt.push(Date.now());
+            await io.write({ case: 'textDelta', value: e.textDelta });
+          } else if (e.toolCall) await io.write({ case: 'toolCall', value: create(ToolCallSchema, e.toolCall) });
+        }
+        await finish(r.finish, r.inputTokens, r.outputTokens);
+      }
+      o.onTiming?.({ rpc: 'generate', requestId: io.requestId, receivedAt, textAt });
+    } finally {
+      release();
+    }
+  }
 
   function speechEngineFor(model: string): SpeechEngine | 'provider' {
     if (speechProvider && (!model || SPEECH_MODELS.includes(model) || model === speechProvider.provider.settings.model)) return 'provider';
@@ -590,10 +653,9 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
       output(stream: bigint, event: SharedEvent): Out;
       response(outputs: Out[]): unknown;
       quiet(ev: Req['inputs'][number]['event']): boolean;
-      make(
-        open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value'],
-        io: { out(event: SharedEvent): void; drained(): Promise<void> | null; fail(err: unknown): void; done(): void },
-      ): T;
+      /** What a stream's call would have observed as its request (generate: the GenerateRequest). */
+      request?(open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value']): unknown;
+      make(open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value'], io: SharedIo): T;
       begin(t: T, open: Extract<Req['inputs'][number]['event'], { case: 'open' }>['value']): void;
       input(t: T, ev: Req['inputs'][number]['event']): void;
       closed?(t: T): void;
@@ -669,7 +731,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
           highest = id;
           const v = ev.value as Extract<Req['inputs'][number]['event'], { case: 'open' }>['value'];
           const meta = v as unknown as { requestId: string; teamId: string; traceparent: string };
-          observe(kind.streamRpc, streamMetadata(meta.requestId, meta.teamId, meta.traceparent));
+          observe(kind.streamRpc, streamMetadata(meta.requestId, meta.teamId, meta.traceparent), kind.request?.(v));
           try {
             const t = kind.make(v, {
               out: (event) => out(id, event),
@@ -912,58 +974,45 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
     },
 
     generate(call) {
-      const receivedAt = Date.now();
       observe('generate', call.metadata, call.request);
       const ac = abortOn(call);
-      let release = () => {};
-      (async () => {
-        release = admit();
-        const req = call.request;
-        const viaProvider = !!chatProvider && (!req.model || CHAT_TIERS.includes(req.model) || req.model === chatProvider.provider.settings.model);
-        if (req.model && !viaProvider && !CHAT_MODELS.includes(req.model)) throw new StatusError(grpc.status.NOT_FOUND, `Model not found: ${req.model}`);
-        if (req.messages.length === 0 && !req.structured) throw invalid('messages: must not be empty');
-        if (req.structured) {
-          try { JSON.parse(req.structured.jsonSchema); } catch { throw invalid('structured.json_schema: not valid JSON'); }
-        }
-        for (const [i, t] of req.tools.entries()) {
-          if (!t.name) throw invalid(`tools.${i}.name: required`);
-          if (t.parametersJsonSchema) { try { JSON.parse(t.parametersJsonSchema); } catch { throw invalid(`tools.${i}.parameters_json_schema: not valid JSON`); } }
-        }
-        const write = writer(call, ac.signal);
-        const textAt: number[] = [];
-        if (viaProvider) {
-          for await (const e of chatProvider!.generate(req, { signal: ac.signal, deadline: deadlineOf(call) })) {
-            if (e.type === 'text') {
-              if (o.onTiming) textAt.push(Date.now());
-              await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.text } }));
-            } else if (e.type === 'tool_call') {
-              await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, { id: e.id, name: e.name, argumentsJson: e.argumentsJson }) } }));
-            } else {
-              const reason = e.reason === 'tool_calls' ? FinishReason.TOOL_CALLS : e.reason === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
-              await write(create(GenerateResponseSchema, { event: { case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens: e.inputTokens, outputTokens: e.outputTokens }) }) } }));
-            }
-          }
-          call.end();
-          o.onTiming?.({ rpc: 'generate', requestId: requestIdOf(call.metadata), receivedAt, textAt });
-          return;
-        }
-        const r = runScripted({ messages: req.messages, tools: req.tools, toolChoice: req.toolChoice, structuredSchema: req.structured?.jsonSchema, maxTokens: req.maxTokens });
-        for (const e of r.events) {
-          if (e.textDelta !== undefined) {
-            if (o.onTiming) textAt.push(Date.now());
-            await write(create(GenerateResponseSchema, { event: { case: 'textDelta', value: e.textDelta } }));
-          } else if (e.toolCall) await write(create(GenerateResponseSchema, { event: { case: 'toolCall', value: create(ToolCallSchema, e.toolCall) } }));
-        }
-        const reason = r.finish === 'tool_calls' ? FinishReason.TOOL_CALLS : r.finish === 'length' ? FinishReason.LENGTH : FinishReason.STOP;
-        await write(create(GenerateResponseSchema, { event: { case: 'finish', value: create(FinishSchema, { reason, usage: create(UsageSchema, { inputTokens: r.inputTokens, outputTokens: r.outputTokens }) }) } }));
-        call.end();
-        o.onTiming?.({ rpc: 'generate', requestId: requestIdOf(call.metadata), receivedAt, textAt });
-      })()
-        .catch((err) => report(call, err))
+      const write = writer(call, ac.signal);
+      generation(call.request, { requestId: requestIdOf(call.metadata), signal: ac.signal, deadline: deadlineOf(call), write: (event) => write(create(GenerateResponseSchema, { event })) })
+        .then(() => call.end(), (err) => report(call, err))
         .finally(() => {
-          release();
           if (!ac.signal.aborted) ac.abort(new Error('call ended'));
         });
+    },
+
+    generateStreams(call) {
+      // A stream: its generation's abort controller (a cancel or the call ending stops it) and its outputs.
+      interface Open { ac: AbortController; io: SharedIo }
+      sharedStreams<Open, GenerateStreamsRequest, GenerateStreamsOutput>(call, {
+        rpc: 'generateStreams',
+        streamRpc: 'generate',
+        output: (stream, event) => create(GenerateStreamsOutputSchema, { stream, event: event as GenerateStreamsOutput['event'] }),
+        response: (outputs) => create(GenerateStreamsResponseSchema, { outputs }),
+        quiet: (ev) => ev.case === 'cancel',
+        request: (v) => v.request ?? create(GenerateRequestSchema),
+        make: (_v, io) => ({ ac: new AbortController(), io }),
+        begin({ ac, io }, v) {
+          const req = v.request ?? create(GenerateRequestSchema);
+          generation(req, {
+            requestId: v.requestId,
+            signal: ac.signal,
+            deadline: undefined,
+            write: (event) => {
+              if (ac.signal.aborted) throw ac.signal.reason;
+              io.out(event);
+              return io.drained() ?? undefined;
+            },
+          }).then(io.done, (err) => { if (!ac.signal.aborted) io.fail(err); });
+        },
+        input: () => undefined,
+        // A generation has nothing more to receive: half-closing lets it finish.
+        end: () => undefined,
+        cancel: ({ ac }) => { if (!ac.signal.aborted) ac.abort(Object.assign(new Error('cancelled'), { name: 'AbortError' })); },
+      });
     },
 
     designVoice(call, callback) {
@@ -1076,7 +1125,7 @@ export function createService(o: ServiceOptions): { handlers: InferenceServiceHa
         ],
         inputEncodings: [AudioEncoding.PCM_S16LE, AudioEncoding.WAV],
         limits: create(LimitsSchema, { maxTextChars: LIMITS.maxTextChars, maxAudioMs: LIMITS.maxAudioMs, maxConcurrentCalls: o.maxConcurrentCalls, maxMessageBytes: LIMITS.maxMessageBytes }),
-        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', ...(o.multiplexRecognition === false ? [] : ['TranscribeStreams']), ...(o.multiplexSynthesis === false ? [] : ['SynthesizeStreams']), 'Generate', 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
+        rpcs: ['Synthesize', 'SynthesizeStream', 'Transcribe', 'TranscribeStream', ...(o.multiplexRecognition === false ? [] : ['TranscribeStreams']), ...(o.multiplexSynthesis === false ? [] : ['SynthesizeStreams']), 'Generate', ...(o.multiplexGeneration === false ? [] : ['GenerateStreams']), 'Capabilities', 'Health', 'DesignVoice', 'SaveVoice'],
       }));
     },
 

@@ -44,6 +44,7 @@ import { abortReason, statusError } from './stream-mux.ts';
 import { RecognitionMux, type MuxCall } from './recognition-mux.ts';
 import { WriteBacklog } from './write-backlog.ts';
 import { SynthesisMux, type SynthesisMuxCall } from './synthesis-mux.ts';
+import { GenerationMux, type GenerationMuxCall } from './generation-mux.ts';
 
 /** Per-call options: cancellation, deadline and the metadata the backend receives. */
 export interface CallOptions {
@@ -221,10 +222,11 @@ export class Backend {
   private nextConn = 0;
   /** The connection of the shared calls (the muxes'), opened with the first of them. */
   private shared: Conn | null = null;
-  /** The backend's Capabilities question about TranscribeStreams and SynthesizeStreams, while asked. */
+  /** The backend's Capabilities question about the shared calls (TranscribeStreams, SynthesizeStreams, GenerateStreams), while asked. */
   private muxAsked: Promise<void> | null = null;
   private mux: RecognitionMux | null = null;
   private synthMux: SynthesisMux | null = null;
+  private genMux: GenerationMux | null = null;
 
   constructor(
     readonly address: string,
@@ -528,8 +530,16 @@ export class Backend {
     yield* this.read<AudioChunk>(this.track(conn, call, release, o.signal), o);
   }
 
-  /** Generate: text deltas, tool calls, then one finish event. */
+  /**
+   * Generate: text deltas, tool calls, then one finish event. Over a GenerateStreams call shared
+   * with other generations when the backend offers it.
+   */
   async *generate(req: GenerateInput, o: CallOptions = {}): AsyncGenerator<GenerateResponse> {
+    if (this.genMuxKnown) {
+      yield* await this.generationMux().open(req, o);
+      return;
+    }
+    if (this.genMuxKnown === null) void this.askMultiplex();
     const { conn, release } = await this.begin(o);
     const call = conn.client.generate(create(GenerateRequestSchema, req), this.metadata(o), this.callOptions(o));
     yield* this.read<GenerateResponse>(this.track(conn, call, release, o.signal), o);
@@ -574,28 +584,35 @@ export class Backend {
     return { open: this.synthMux?.size ?? 0, bufferedBytes: this.synthMux?.buffered ?? 0 };
   }
 
+  /** Generations open on GenerateStreams calls now, and the messages written on them with the inputs they carried. */
+  get generationStreams(): { open: number; messages: number; inputs: number } {
+    return { open: this.genMux?.size ?? 0, ...(this.genMux?.sent ?? { messages: 0, inputs: 0 }) };
+  }
+
   /** SynthesizeStreams messages written so far, the stream inputs they carried, credit grants among them. */
   get synthesisSent(): { messages: number; inputs: number; credits: number } {
     return { ...(this.synthMux?.sent ?? { messages: 0, inputs: 0, credits: 0 }) };
   }
 
   /**
-   * Whether the backend offers TranscribeStreams and SynthesizeStreams: asked of Capabilities
-   * once, in the background, with the first recognition or synthesis stream. Streams that start
-   * before the answer use their own call (a session's stream must not wait a round trip more to
-   * open). A failed question is asked again with the next stream.
+   * Whether the backend offers TranscribeStreams, SynthesizeStreams and GenerateStreams: asked of
+   * Capabilities once, in the background, with the first recognition or synthesis stream or
+   * generation. Streams that start before the answer use their own call (a session's stream must
+   * not wait a round trip more to open). A failed question is asked again with the next stream.
    */
   private muxKnown: boolean | null = null;
   private synthMuxKnown: boolean | null = null;
+  private genMuxKnown: boolean | null = null;
 
   private askMultiplex(): Promise<void> {
-    if (!this.o.multiplex || (this.muxKnown !== null && this.synthMuxKnown !== null)) return Promise.resolve();
+    if (!this.o.multiplex || (this.muxKnown !== null && this.synthMuxKnown !== null && this.genMuxKnown !== null)) return Promise.resolve();
     if (this.muxAsked) return this.muxAsked;
     const asked: Promise<void> = this.capabilities().then(
       (c) => {
         if (this.muxAsked !== asked) return;
         this.muxKnown ??= c.rpcs.includes('TranscribeStreams');
         this.synthMuxKnown ??= c.rpcs.includes('SynthesizeStreams');
+        this.genMuxKnown ??= c.rpcs.includes('GenerateStreams');
       },
       () => { if (this.muxAsked === asked) this.muxAsked = null; },
     );
@@ -606,6 +623,11 @@ export class Backend {
   /** Resolves to whether recognition streams go over TranscribeStreams from now on (asking if needed). */
   multiplexKnown(): Promise<boolean> {
     return this.askMultiplex().then(() => this.muxKnown ?? false);
+  }
+
+  /** Resolves to whether generations go over GenerateStreams from now on (asking if needed). */
+  generationMultiplexKnown(): Promise<boolean> {
+    return this.askMultiplex().then(() => this.genMuxKnown ?? false);
   }
 
   /** Resolves to whether synthesis streams go over SynthesizeStreams from now on (asking if needed). */
@@ -632,6 +654,14 @@ export class Backend {
       acquire: (signal) => this.limiter.acquire(signal),
       start: () => this.sharedCall((c) => c.synthesizeStreams(new grpc.Metadata()) as unknown as SynthesisMuxCall),
       unimplemented: () => { this.synthMuxKnown = false; },
+    }));
+  }
+
+  private generationMux(): GenerationMux {
+    return (this.genMux ??= new GenerationMux({
+      acquire: (signal) => this.limiter.acquire(signal),
+      start: () => this.sharedCall((c) => c.generateStreams(new grpc.Metadata()) as unknown as GenerationMuxCall),
+      unimplemented: () => { this.genMuxKnown = false; },
     }));
   }
 
@@ -776,6 +806,7 @@ export class Backend {
     this.closed = true;
     this.mux?.close();
     this.synthMux?.close();
+    this.genMux?.close();
     for (const c of this.shared ? [...this.conns, this.shared] : this.conns) {
       this.drainDeferred(c); // closing: what waits for budget is reset now
       c.client.close();

@@ -148,6 +148,7 @@ export interface InferenceServiceHandlers extends grpc.UntypedServiceImplementat
   saveVoice: grpc.handleUnaryCall<In<'saveVoice'>, Out<'saveVoice'>>;
   transcribeStreams: grpc.handleBidiStreamingCall<In<'transcribeStreams'>, Out<'transcribeStreams'>>;
   synthesizeStreams: grpc.handleBidiStreamingCall<In<'synthesizeStreams'>, Out<'synthesizeStreams'>>;
+  generateStreams: grpc.handleBidiStreamingCall<In<'generateStreams'>, Out<'generateStreams'>>;
 }
 
 /** A raw grpc-js client of the service (one channel). The platform's client wraps it. */
@@ -159,6 +160,7 @@ export interface InferenceGrpcClient extends grpc.Client {
   /** Takes messages or their wire form already encoded (a Buffer: see `serializer`). */
   transcribeStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'transcribeStreams'> | Buffer, Out<'transcribeStreams'>>;
   synthesizeStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'synthesizeStreams'>, Out<'synthesizeStreams'>>;
+  generateStreams(metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<In<'generateStreams'>, Out<'generateStreams'>>;
   generate(req: In<'generate'>, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<Out<'generate'>>;
   capabilities(req: In<'capabilities'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'capabilities'>>): grpc.ClientUnaryCall;
   health(req: In<'health'>, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Out<'health'>>): grpc.ClientUnaryCall;

@@ -52,6 +52,39 @@ export interface InputBatch<E, Req> {
   take(): Req;
 }
 
+/**
+ * Inputs kept as messages until the phase ends, then written as one request (SynthesizeStreams',
+ * GenerateStreams'; recognition encodes its audio as it is queued instead, recognition-mux.ts).
+ */
+export class MessageBatch<E, I, Req> implements InputBatch<E, Req> {
+  private inputs: I[] = [];
+
+  constructor(
+    /** One stream's input as a message. */
+    private readonly input: (id: number, event: E) => I,
+    /** The request carrying `inputs`. */
+    private readonly request: (inputs: I[]) => Req,
+  ) {}
+
+  get length(): number {
+    return this.inputs.length;
+  }
+
+  add(id: number, event: E): void {
+    this.inputs.push(this.input(id, event));
+  }
+
+  clear(): void {
+    this.inputs = [];
+  }
+
+  take(): Req {
+    const inputs = this.inputs;
+    this.inputs = [];
+    return this.request(inputs);
+  }
+}
+
 export const abortReason = (signal: AbortSignal) => signal.reason ?? Object.assign(new Error('aborted'), { name: 'AbortError' });
 export const statusError = (code: number, details: string) =>
   fromGrpcError(Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() }));

@@ -30,7 +30,7 @@ import {
   type SynthesizeStreamsRequest,
   type SynthesizeStreamsResponse,
 } from '../gen/inference/v1/inference_pb.ts';
-import { MuxStream, StreamMux, type InputBatch, type MuxHost, type StreamOutput } from './stream-mux.ts';
+import { MessageBatch, MuxStream, StreamMux, type MuxHost, type StreamOutput } from './stream-mux.ts';
 import type { CallOptions, SynthesisSession, SynthesizeInput } from './backend.ts';
 
 /** A SynthesizeStreams call as grpc-js gives it. */
@@ -48,29 +48,6 @@ export const SYNTHESIS_WINDOW_BYTES = 64 * 1024;
 export const SYNTHESIS_GRANT_BYTES = 16 * 1024;
 
 type Event = NonNullable<MessageInitShape<typeof SynthesizeStreamsInputSchema>['event']>;
-
-/** SynthesizeStreams inputs not yet written, each a message, written as one request. */
-class SynthesisBatch implements InputBatch<Event, SynthesizeStreamsRequest> {
-  private inputs: SynthesizeStreamsInput[] = [];
-
-  get length(): number {
-    return this.inputs.length;
-  }
-
-  add(id: number, event: Event): void {
-    this.inputs.push(create(SynthesizeStreamsInputSchema, { stream: BigInt(id), event }));
-  }
-
-  clear(): void {
-    this.inputs = [];
-  }
-
-  take(): SynthesizeStreamsRequest {
-    const inputs = this.inputs;
-    this.inputs = [];
-    return create(SynthesizeStreamsRequestSchema, { inputs });
-  }
-}
 
 /** One stream on the call. */
 class SynthesisStream extends MuxStream<SynthesizeStreamResponse> implements SynthesisSession {
@@ -109,7 +86,15 @@ export class SynthesisMux extends StreamMux<SynthesisStream, SynthesizeStreamRes
   override readonly sent = { messages: 0, inputs: 0, credits: 0 };
 
   constructor(host: SynthesisMuxHost) {
-    super(host, new SynthesisBatch(), 'synthesis', true);
+    super(
+      host,
+      new MessageBatch<Event, SynthesizeStreamsInput, SynthesizeStreamsRequest>(
+        (id, event) => create(SynthesizeStreamsInputSchema, { stream: BigInt(id), event }),
+        (inputs) => create(SynthesizeStreamsRequestSchema, { inputs }),
+      ),
+      'synthesis',
+      true,
+    );
   }
 
   /** Audio bytes received and not yet taken by their callers, over every open stream. */

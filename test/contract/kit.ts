@@ -20,6 +20,8 @@ import {
   TranscribeStreamsInputSchema,
   SynthesizeStreamsRequestSchema,
   SynthesizeStreamsInputSchema,
+  GenerateStreamsRequestSchema,
+  GenerateStreamsInputSchema,
   GenerateRequestSchema,
   CapabilitiesRequestSchema,
   DesignVoiceRequestSchema,
@@ -38,6 +40,7 @@ import {
   type TranscribeStreamsResponse,
   type SynthesizeStreamsResponse,
   type GenerateResponse,
+  type GenerateStreamsResponse,
   type TranscribeResponse,
   type HealthResponse,
 } from '../../src/gen/inference/v1/inference_pb.ts';
@@ -550,7 +553,7 @@ export const checks: Check[] = [
     },
   },
   {
-    name: 'TranscribeStreams and SynthesizeStreams (when listed): stream ids increase; an open with an id not greater gets INVALID_ARGUMENT for that id, and the call goes on',
+    name: 'TranscribeStreams, SynthesizeStreams and GenerateStreams (when listed): stream ids increase; an open with an id not greater gets INVALID_ARGUMENT for that id, and the call goes on',
     async run(ctx) {
       type Out = { stream: bigint; event: { case: string | undefined; value?: unknown } };
       // Writes the inputs, `more` once stream 1 has its status, then half-closes the call (which
@@ -625,6 +628,73 @@ export const checks: Check[] = [
             [1, { case: 'credit', value: 1000 }], [1, { case: 'cancel', value: {} }]));
         check('SynthesizeStreams', r, (o) => o.event.case === 'chunk');
       }
+      if (ctx.caps.rpcs.includes('GenerateStreams')) {
+        type Ev = MessageInitShape<typeof GenerateStreamsInputSchema>['event'];
+        const request = { messages: [{ role: Role.USER, content: 'Hello there' }] };
+        const call = ctx.client.generateStreams(md());
+        const w = (...inputs: [number, Ev][]) =>
+          call.write(create(GenerateStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+        const r = await drive(call as never,
+          () => w([1, { case: 'open', value: { request } }]),
+          // 1 again (ended), 5, 3 (below 5), and a late cancel of 1 (ignored).
+          () => w([1, { case: 'open', value: { request } }], [5, { case: 'open', value: { request } }], [3, { case: 'open', value: { request } }], [1, { case: 'cancel', value: {} }]));
+        check('GenerateStreams', r, (o) => o.event.case === 'finish');
+      }
+    },
+  },
+  {
+    name: 'GenerateStreams (when listed): each generation on one call gets what a Generate call gives; a cancel or a failure ends one generation only',
+    async run(ctx) {
+      type Ev = MessageInitShape<typeof GenerateStreamsInputSchema>['event'];
+      if (!ctx.caps.rpcs.includes('GenerateStreams')) return;
+      const requests = [
+        { messages: [{ role: Role.SYSTEM, content: 'You are terse.' }, { role: Role.USER, content: 'Hello there' }] },
+        { messages: [{ role: Role.USER, content: 'say "two streams at once"' }] },
+      ];
+      // What each request gives on a Generate call of its own.
+      const own = await Promise.all(requests.map((r) => collect<GenerateResponse>(ctx.client.generate(create(GenerateRequestSchema, r), md()))));
+      for (const o of own) expect(!o.error, `Generate failed: ${o.error?.details}`);
+      const call = ctx.client.generateStreams(md());
+      const w = (...inputs: [number, Ev][]) =>
+        call.write(create(GenerateStreamsRequestSchema, { inputs: inputs.map(([stream, event]) => ({ stream: BigInt(stream), event })) }));
+      // 1 and 2 are served; 3 is cancelled as it opens; 4 has no messages.
+      w([1, { case: 'open', value: { request: requests[0], requestId: 'contract-1' } }], [2, { case: 'open', value: { request: requests[1] } }]);
+      w([3, { case: 'open', value: { request: requests[0] } }], [3, { case: 'cancel', value: {} }], [4, { case: 'open', value: { request: { messages: [] } } }]);
+      const byStream = new Map<number, GenerateStreamsResponse['outputs']>();
+      const statuses = new Map<number, { code: number; message: string }>();
+      let ended = false;
+      const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+        call.on('data', (m: GenerateStreamsResponse) => {
+          for (const o of m.outputs) {
+            const id = Number(o.stream);
+            byStream.set(id, [...(byStream.get(id) ?? []), o]);
+            if (o.event.case === 'status') statuses.set(id, o.event.value);
+          }
+          if (statuses.has(1) && statuses.has(2) && statuses.has(4) && !ended) {
+            ended = true;
+            // Half-closed after a moment: a status for the cancelled stream would have come by then.
+            setTimeout(() => call.end(), 200);
+          }
+        });
+        call.on('error', resolve);
+        call.on('status', (st: grpc.StatusObject) => resolve(st.code === grpc.status.OK ? null : (st as unknown as grpc.ServiceError)));
+      });
+      expect(!error, `GenerateStreams failed: ${error?.details ?? error?.message}`);
+      for (const id of [1, 2]) {
+        const outs = byStream.get(id) ?? [];
+        expect(statuses.get(id)?.code === grpc.status.OK, `stream ${id} must end OK, got ${JSON.stringify(statuses.get(id))}`);
+        expect(outs[outs.length - 1].event.case === 'status', `stream ${id}: the status must come last`);
+        const events = outs.slice(0, -1).map((o) => o.event);
+        expect(events.filter((e) => e.case === 'finish').length === 1 && events[events.length - 1]?.case === 'finish', `stream ${id}: one finish, last before the status`);
+        const text = events.flatMap((e) => (e.case === 'textDelta' ? [e.value] : [])).join('');
+        expect(text.length > 0, `stream ${id}: no text`);
+        if (ctx.opts.scriptedChat) {
+          const expected = own[id - 1].msgs.flatMap((m) => (m.event.case === 'textDelta' ? [m.event.value] : [])).join('');
+          expect(text === expected, `stream ${id}: "${text}" where a Generate call of its own gives "${expected}"`);
+        }
+      }
+      expect(!statuses.has(3), 'a cancelled stream gets no status');
+      expect(statuses.get(4)?.code === grpc.status.INVALID_ARGUMENT, `a request without messages fails its stream INVALID_ARGUMENT, got ${JSON.stringify(statuses.get(4))}`);
     },
   },
   {

@@ -40,7 +40,7 @@ const textOf = (msgs: GenerateResponse[]) => msgs.flatMap((m) => (m.event.case =
 
 t.test('the contract kit: Generate through the provider follows the scripted rules of the server behind it', async (t) => {
   const results = (await runKit(backend.address, { scriptedChat: true })).filter((r) => r.name.startsWith('Generate') || r.name.startsWith('Capabilities') || r.name.startsWith('Health'));
-  t.equal(results.length, 6, 'Capabilities, Health and the four Generate checks ran');
+  t.equal(results.length, 7, 'Capabilities, Health, the four Generate checks and GenerateStreams ran');
   for (const r of results) t.ok(r.ok, r.name, { error: r.error });
 });
 

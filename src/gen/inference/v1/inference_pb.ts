@@ -48,7 +48,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file inference/v1/inference.proto.
  */
 export const file_inference_v1_inference: GenFile = /*@__PURE__*/
-  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiUAoYVHJhbnNjcmliZVN0cmVhbXNSZXF1ZXN0EjQKBmlucHV0cxgBIAMoCzIkLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc0lucHV0IvQBChZUcmFuc2NyaWJlU3RyZWFtc0lucHV0Eg4KBnN0cmVhbRgBIAEoBBIyCgRvcGVuGAIgASgLMiIuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1PcGVuSAASDwoFYXVkaW8YAyABKAxIABImCgZjb21taXQYBCABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SAASJgoDZW5kGAUgASgLMhcuaW5mZXJlbmNlLnYxLlN0cmVhbUVuZEgAEiwKBmNhbmNlbBgGIAEoCzIaLmluZmVyZW5jZS52MS5TdHJlYW1DYW5jZWxIAEIHCgVldmVudCKAAQoUVHJhbnNjcmliZVN0cmVhbU9wZW4SLgoGY29uZmlnGAEgASgLMh4uaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVDb25maWcSEgoKcmVxdWVzdF9pZBgCIAEoCRIPCgd0ZWFtX2lkGAMgASgJEhMKC3RyYWNlcGFyZW50GAQgASgJIgsKCVN0cmVhbUVuZCIOCgxTdHJlYW1DYW5jZWwiLQoMU3RyZWFtU3RhdHVzEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCSJTChlUcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlEjYKB291dHB1dHMYASADKAsyJS5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbXNPdXRwdXQiiQIKF1RyYW5zY3JpYmVTdHJlYW1zT3V0cHV0Eg4KBnN0cmVhbRgBIAEoBBIzCg5zcGVlY2hfc3RhcnRlZBgCIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAyABKAlIABIsCgljb21taXR0ZWQYBCABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAUgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SAASLAoGc3RhdHVzGAYgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IlAKGFN5bnRoZXNpemVTdHJlYW1zUmVxdWVzdBI0CgZpbnB1dHMYASADKAsyJC5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNJbnB1dCKDAgoWU3ludGhlc2l6ZVN0cmVhbXNJbnB1dBIOCgZzdHJlYW0YASABKAQSMgoEb3BlbhgCIAEoCzIiLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtT3BlbkgAEg4KBHRleHQYAyABKAlIABIkCgVmbHVzaBgEIAEoCzITLmluZmVyZW5jZS52MS5GbHVzaEgAEiYKA2VuZBgFIAEoCzIXLmluZmVyZW5jZS52MS5TdHJlYW1FbmRIABIsCgZjYW5jZWwYBiABKAsyGi5pbmZlcmVuY2UudjEuU3RyZWFtQ2FuY2VsSAASEAoGY3JlZGl0GAcgASgNSABCBwoFZXZlbnQikQEKFFN5bnRoZXNpemVTdHJlYW1PcGVuEi8KBmNvbmZpZxgBIAEoCzIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAIgASgJEg8KB3RlYW1faWQYAyABKAkSEwoLdHJhY2VwYXJlbnQYBCABKAkSDgoGY3JlZGl0GAUgASgNIlMKGVN5bnRoZXNpemVTdHJlYW1zUmVzcG9uc2USNgoHb3V0cHV0cxgBIAMoCzIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtc091dHB1dCKzAQoXU3ludGhlc2l6ZVN0cmVhbXNPdXRwdXQSDgoGc3RyZWFtGAEgASgEEikKBWNodW5rGAIgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSAASLAoGc3RhdHVzGAQgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IjwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkijAEKB01lc3NhZ2USIAoEcm9sZRgBIAEoDjISLmluZmVyZW5jZS52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSKgoKdG9vbF9jYWxscxgDIAMoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYBCABKAkSDAoEbmFtZRgFIAEoCSJJCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgDIAEoCSI1ChBTdHJ1Y3R1cmVkT3V0cHV0EgwKBG5hbWUYASABKAkSEwoLanNvbl9zY2hlbWEYAiABKAki8wEKD0dlbmVyYXRlUmVxdWVzdBINCgVtb2RlbBgBIAEoCRInCghtZXNzYWdlcxgCIAMoCzIVLmluZmVyZW5jZS52MS5NZXNzYWdlEiEKBXRvb2xzGAMgAygLMhIuaW5mZXJlbmNlLnYxLlRvb2wSEwoLdG9vbF9jaG9pY2UYBCABKAkSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgptYXhfdG9rZW5zGAYgASgNEjIKCnN0cnVjdHVyZWQYByABKAsyHi5pbmZlcmVuY2UudjEuU3RydWN0dXJlZE91dHB1dEIOCgxfdGVtcGVyYXR1cmUiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgNEhUKDW91dHB1dF90b2tlbnMYAiABKA0iWAoGRmluaXNoEioKBnJlYXNvbhgBIAEoDjIaLmluZmVyZW5jZS52MS5GaW5pc2hSZWFzb24SIgoFdXNhZ2UYAiABKAsyEy5pbmZlcmVuY2UudjEuVXNhZ2UihgEKEEdlbmVyYXRlUmVzcG9uc2USFAoKdGV4dF9kZWx0YRgBIAEoCUgAEisKCXRvb2xfY2FsbBgCIAEoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbEgAEiYKBmZpbmlzaBgDIAEoCzIULmluZmVyZW5jZS52MS5GaW5pc2hIAEIHCgVldmVudCLcAgoSRGVzaWduVm9pY2VSZXF1ZXN0EhMKC2Rlc2NyaXB0aW9uGAEgASgJEgwKBHRleHQYAiABKAkSEAoIbGFuZ3VhZ2UYAyABKAkSDQoFY291bnQYBCABKA0SDQoFbW9kZWwYBSABKAkSDQoFc3BlZWQYBiABKAESEQoEc2VlZBgHIAEoA0gAiAEBEhYKCW51bV9zdGVwcxgIIAEoDUgBiAEBEhsKDmd1aWRhbmNlX3NjYWxlGAkgASgBSAKIAQESJwoaaW5zdHJ1Y3Rpb25fZ3VpZGFuY2Vfc2NhbGUYCiABKAFIA4gBARIqCgZvdXRwdXQYCyABKAsyGi5pbmZlcmVuY2UudjEuT3V0cHV0Rm9ybWF0QgcKBV9zZWVkQgwKCl9udW1fc3RlcHNCEQoPX2d1aWRhbmNlX3NjYWxlQh0KG19pbnN0cnVjdGlvbl9ndWlkYW5jZV9zY2FsZSK9AQoNRGVzaWduZWRWb2ljZRIQCgh2b2ljZV9pZBgBIAEoCRINCgVhdWRpbxgCIAEoDBItCghlbmNvZGluZxgDIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAQgASgNEhMKC2R1cmF0aW9uX21zGAUgASgBEgwKBHRleHQYBiABKAkSEAoIbGFuZ3VhZ2UYByABKAkSDwoHc3VtbWFyeRgIIAEoCSJCChNEZXNpZ25Wb2ljZVJlc3BvbnNlEisKBnZvaWNlcxgBIAMoCzIbLmluZmVyZW5jZS52MS5EZXNpZ25lZFZvaWNlIlYKEFNhdmVWb2ljZVJlcXVlc3QSEAoIdm9pY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRINCgVtb2RlbBgEIAEoCSIlChFTYXZlVm9pY2VSZXNwb25zZRIQCgh2b2ljZV9pZBgBIAEoCSIVChNDYXBhYmlsaXRpZXNSZXF1ZXN0InwKCU1vZGVsSW5mbxIMCgRuYW1lGAEgASgJEiUKBGtpbmQYAiABKA4yFy5pbmZlcmVuY2UudjEuTW9kZWxLaW5kEhEKCWxhbmd1YWdlcxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRISCgppc19kZWZhdWx0GAUgASgIIjgKCVZvaWNlSW5mbxIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWxhbmd1YWdlcxgDIAMoCSJaChBPdXRwdXRGb3JtYXRJbmZvEi0KCGVuY29kaW5nGAEgASgOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSFwoPc2FtcGxlX3JhdGVzX2h6GAIgAygNIm8KBkxpbWl0cxIWCg5tYXhfdGV4dF9jaGFycxgBIAEoDRIUCgxtYXhfYXVkaW9fbXMYAiABKA0SHAoUbWF4X2NvbmN1cnJlbnRfY2FsbHMYAyABKA0SGQoRbWF4X21lc3NhZ2VfYnl0ZXMYBCABKA0iyAIKFENhcGFiaWxpdGllc1Jlc3BvbnNlEhgKEGNvbnRyYWN0X3ZlcnNpb24YASABKAkSDwoHYmFja2VuZBgCIAEoCRInCgZtb2RlbHMYAyADKAsyFy5pbmZlcmVuY2UudjEuTW9kZWxJbmZvEicKBnZvaWNlcxgEIAMoCzIXLmluZmVyZW5jZS52MS5Wb2ljZUluZm8SEQoJbGFuZ3VhZ2VzGAUgAygJEjYKDm91dHB1dF9mb3JtYXRzGAYgAygLMh4uaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEluZm8SNAoPaW5wdXRfZW5jb2RpbmdzGAcgAygOMhsuaW5mZXJlbmNlLnYxLkF1ZGlvRW5jb2RpbmcSJAoGbGltaXRzGAggASgLMhQuaW5mZXJlbmNlLnYxLkxpbWl0cxIMCgRycGNzGAkgAygJIg8KDUhlYWx0aFJlcXVlc3QiOAoMRW5naW5lSGVhbHRoEgwKBG5hbWUYASABKAkSCgoCb2sYAiABKAgSDgoGZGV0YWlsGAMgASgJIoABCg5IZWFsdGhSZXNwb25zZRIrCgZzdGF0dXMYASABKA4yGy5pbmZlcmVuY2UudjEuU2VydmluZ1N0YXR1cxIrCgdlbmdpbmVzGAIgAygLMhouaW5mZXJlbmNlLnYxLkVuZ2luZUhlYWx0aBIUCgxhY3RpdmVfY2FsbHMYAyABKA0qmgEKDUF1ZGlvRW5jb2RpbmcSHgoaQVVESU9fRU5DT0RJTkdfVU5TUEVDSUZJRUQQABIcChhBVURJT19FTkNPRElOR19QQ01fUzE2TEUQARIWChJBVURJT19FTkNPRElOR19XQVYQAhIWChJBVURJT19FTkNPRElOR19NUDMQAxIbChdBVURJT19FTkNPRElOR19PR0dfT1BVUxAEKl8KC0xhdGVuY3lNb2RlEhwKGExBVEVOQ1lfTU9ERV9VTlNQRUNJRklFRBAAEhkKFUxBVEVOQ1lfTU9ERV9CQUxBTkNFRBABEhcKE0xBVEVOQ1lfTU9ERV9OT1JNQUwQAipfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqfQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQAhIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBADKo4BCglNb2RlbEtpbmQSGgoWTU9ERUxfS0lORF9VTlNQRUNJRklFRBAAEhUKEU1PREVMX0tJTkRfU1BFRUNIEAESHAoYTU9ERUxfS0lORF9UUkFOU0NSSVBUSU9OEAISEwoPTU9ERUxfS0lORF9DSEFUEAMSGwoXTU9ERUxfS0lORF9WT0lDRV9ERVNJR04QBCprCg1TZXJ2aW5nU3RhdHVzEh4KGlNFUlZJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWU0VSVklOR19TVEFUVVNfU0VSVklORxABEh4KGlNFUlZJTkdfU1RBVFVTX05PVF9TRVJWSU5HEAIy3QcKEEluZmVyZW5jZVNlcnZpY2USSQoKU3ludGhlc2l6ZRIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBoYLmluZmVyZW5jZS52MS5BdWRpb0NodW5rMAESZQoQU3ludGhlc2l6ZVN0cmVhbRIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtUmVzcG9uc2UoATABElEKClRyYW5zY3JpYmUSHy5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlcXVlc3QaIC5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVJlc3BvbnNlKAESZQoQVHJhbnNjcmliZVN0cmVhbRIlLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVxdWVzdBomLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtUmVzcG9uc2UoATABEmgKEVRyYW5zY3JpYmVTdHJlYW1zEiYuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1zUmVxdWVzdBonLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlKAEwARJoChFTeW50aGVzaXplU3RyZWFtcxImLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtc1JlcXVlc3QaJy5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNSZXNwb25zZSgBMAESSwoIR2VuZXJhdGUSHS5pbmZlcmVuY2UudjEuR2VuZXJhdGVSZXF1ZXN0Gh4uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJVCgxDYXBhYmlsaXRpZXMSIS5pbmZlcmVuY2UudjEuQ2FwYWJpbGl0aWVzUmVxdWVzdBoiLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXNwb25zZRJDCgZIZWFsdGgSGy5pbmZlcmVuY2UudjEuSGVhbHRoUmVxdWVzdBocLmluZmVyZW5jZS52MS5IZWFsdGhSZXNwb25zZRJSCgtEZXNpZ25Wb2ljZRIgLmluZmVyZW5jZS52MS5EZXNpZ25Wb2ljZVJlcXVlc3QaIS5pbmZlcmVuY2UudjEuRGVzaWduVm9pY2VSZXNwb25zZRJMCglTYXZlVm9pY2USHi5pbmZlcmVuY2UudjEuU2F2ZVZvaWNlUmVxdWVzdBofLmluZmVyZW5jZS52MS5TYXZlVm9pY2VSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChxpbmZlcmVuY2UvdjEvaW5mZXJlbmNlLnByb3RvEgxpbmZlcmVuY2UudjEihAEKDE91dHB1dEZvcm1hdBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNEhMKC2JpdHJhdGVfYnBzGAMgASgNEhgKEGFsbG93X290aGVyX3JhdGUYBCABKAgiUwoKQXVkaW9JbnB1dBItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhYKDnNhbXBsZV9yYXRlX2h6GAIgASgNIjkKB1NlZ21lbnQSDAoEdGV4dBgBIAEoCRIQCghzdGFydF9tcxgCIAEoARIOCgZlbmRfbXMYAyABKAEicgoJQWxpZ25tZW50EicKCHNlZ21lbnRzGAEgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSKQoKY2hhcmFjdGVycxgCIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EhEKCWVzdGltYXRlZBgDIAEoCCJnCg5SZWZlcmVuY2VBdWRpbxINCgVhdWRpbxgBIAEoDBInCgVpbnB1dBgCIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0EgwKBHRleHQYAyABKAkSDwoHc3BlYWtlchgEIAEoCSIrCgdQcm9zb2R5Eg0KBXNwZWVkGAEgASgBEhEKCXZvbHVtZV9kYhgCIAEoASL2AwoRU3ludGhlc2l6ZVJlcXVlc3QSDAoEdGV4dBgBIAEoCRINCgVtb2RlbBgCIAEoCRIUCgxyZWZlcmVuY2VfaWQYAyABKAkSMAoKcmVmZXJlbmNlcxgEIAMoCzIcLmluZmVyZW5jZS52MS5SZWZlcmVuY2VBdWRpbxIQCghsYW5ndWFnZRgFIAEoCRImCgdwcm9zb2R5GAYgASgLMhUuaW5mZXJlbmNlLnYxLlByb3NvZHkSGAoLdGVtcGVyYXR1cmUYByABKAFIAIgBARISCgV0b3BfcBgIIAEoAUgBiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgJIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAogASgNSAOIAQESFAoMY2h1bmtfbGVuZ3RoGAsgASgNEioKB2xhdGVuY3kYDCABKA4yGS5pbmZlcmVuY2UudjEuTGF0ZW5jeU1vZGUSFgoJbm9ybWFsaXplGA0gASgISASIAQESKgoGb3V0cHV0GA4gASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX21heF9uZXdfdG9rZW5zQgwKCl9ub3JtYWxpemUi7wEKCkF1ZGlvQ2h1bmsSDQoFYXVkaW8YASABKAwSFgoOc2FtcGxlX3JhdGVfaHoYAiABKA0SLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIQCghzZXF1ZW5jZRgEIAEoBBIWCg5vZmZzZXRfc2FtcGxlcxgFIAEoBBIRCglvZmZzZXRfbXMYBiABKAESEwoLZHVyYXRpb25fbXMYByABKAESKgoJYWxpZ25tZW50GAggASgLMhcuaW5mZXJlbmNlLnYxLkFsaWdubWVudBINCgVmaW5hbBgJIAEoCCKLAQoXU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QSMQoGY29uZmlnGAEgASgLMh8uaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVSZXF1ZXN0SAASDgoEdGV4dBgCIAEoCUgAEiQKBWZsdXNoGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiEwoFRmx1c2gSCgoCaWQYASABKAQidgoYU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlEikKBWNodW5rGAEgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAIgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSABCBwoFZXZlbnQiXAoQVHJhbnNjcmliZUNvbmZpZxINCgVtb2RlbBgBIAEoCRIQCghsYW5ndWFnZRgCIAEoCRInCgVpbnB1dBgDIAEoCzIYLmluZmVyZW5jZS52MS5BdWRpb0lucHV0IlIKEVRyYW5zY3JpYmVSZXF1ZXN0Ei4KBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnEg0KBWF1ZGlvGAIgASgMIpgBChJUcmFuc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRITCgtkdXJhdGlvbl9tcxgCIAEoARInCghzZWdtZW50cxgDIAMoCzIVLmluZmVyZW5jZS52MS5TZWdtZW50EiQKBXdvcmRzGAQgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQSEAoIbGFuZ3VhZ2UYBSABKAkijQEKF1RyYW5zY3JpYmVTdHJlYW1SZXF1ZXN0EjAKBmNvbmZpZxgBIAEoCzIeLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlQ29uZmlnSAASDwoFYXVkaW8YAiABKAxIABImCgZjb21taXQYAyABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SABCBwoFZXZlbnQiCAoGQ29tbWl0Ij8KCUNvbW1pdHRlZBIMCgR0ZXh0GAEgASgJEiQKBXdvcmRzGAIgAygLMhUuaW5mZXJlbmNlLnYxLlNlZ21lbnQiHAoLU3BlZWNoRXZlbnQSDQoFYXRfbXMYASABKAEizAEKGFRyYW5zY3JpYmVTdHJlYW1SZXNwb25zZRIzCg5zcGVlY2hfc3RhcnRlZBgBIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAiABKAlIABIsCgljb21taXR0ZWQYAyABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAQgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SABCBwoFZXZlbnQiUAoYVHJhbnNjcmliZVN0cmVhbXNSZXF1ZXN0EjQKBmlucHV0cxgBIAMoCzIkLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc0lucHV0IvQBChZUcmFuc2NyaWJlU3RyZWFtc0lucHV0Eg4KBnN0cmVhbRgBIAEoBBIyCgRvcGVuGAIgASgLMiIuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVTdHJlYW1PcGVuSAASDwoFYXVkaW8YAyABKAxIABImCgZjb21taXQYBCABKAsyFC5pbmZlcmVuY2UudjEuQ29tbWl0SAASJgoDZW5kGAUgASgLMhcuaW5mZXJlbmNlLnYxLlN0cmVhbUVuZEgAEiwKBmNhbmNlbBgGIAEoCzIaLmluZmVyZW5jZS52MS5TdHJlYW1DYW5jZWxIAEIHCgVldmVudCKAAQoUVHJhbnNjcmliZVN0cmVhbU9wZW4SLgoGY29uZmlnGAEgASgLMh4uaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVDb25maWcSEgoKcmVxdWVzdF9pZBgCIAEoCRIPCgd0ZWFtX2lkGAMgASgJEhMKC3RyYWNlcGFyZW50GAQgASgJIgsKCVN0cmVhbUVuZCIOCgxTdHJlYW1DYW5jZWwiLQoMU3RyZWFtU3RhdHVzEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCSJTChlUcmFuc2NyaWJlU3RyZWFtc1Jlc3BvbnNlEjYKB291dHB1dHMYASADKAsyJS5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbXNPdXRwdXQiiQIKF1RyYW5zY3JpYmVTdHJlYW1zT3V0cHV0Eg4KBnN0cmVhbRgBIAEoBBIzCg5zcGVlY2hfc3RhcnRlZBgCIAEoCzIZLmluZmVyZW5jZS52MS5TcGVlY2hFdmVudEgAEhEKB3BhcnRpYWwYAyABKAlIABIsCgljb21taXR0ZWQYBCABKAsyFy5pbmZlcmVuY2UudjEuQ29tbWl0dGVkSAASMQoMc3BlZWNoX2VuZGVkGAUgASgLMhkuaW5mZXJlbmNlLnYxLlNwZWVjaEV2ZW50SAASLAoGc3RhdHVzGAYgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IlAKGFN5bnRoZXNpemVTdHJlYW1zUmVxdWVzdBI0CgZpbnB1dHMYASADKAsyJC5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNJbnB1dCKDAgoWU3ludGhlc2l6ZVN0cmVhbXNJbnB1dBIOCgZzdHJlYW0YASABKAQSMgoEb3BlbhgCIAEoCzIiLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtT3BlbkgAEg4KBHRleHQYAyABKAlIABIkCgVmbHVzaBgEIAEoCzITLmluZmVyZW5jZS52MS5GbHVzaEgAEiYKA2VuZBgFIAEoCzIXLmluZmVyZW5jZS52MS5TdHJlYW1FbmRIABIsCgZjYW5jZWwYBiABKAsyGi5pbmZlcmVuY2UudjEuU3RyZWFtQ2FuY2VsSAASEAoGY3JlZGl0GAcgASgNSABCBwoFZXZlbnQikQEKFFN5bnRoZXNpemVTdHJlYW1PcGVuEi8KBmNvbmZpZxgBIAEoCzIfLmluZmVyZW5jZS52MS5TeW50aGVzaXplUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAIgASgJEg8KB3RlYW1faWQYAyABKAkSEwoLdHJhY2VwYXJlbnQYBCABKAkSDgoGY3JlZGl0GAUgASgNIlMKGVN5bnRoZXNpemVTdHJlYW1zUmVzcG9uc2USNgoHb3V0cHV0cxgBIAMoCzIlLmluZmVyZW5jZS52MS5TeW50aGVzaXplU3RyZWFtc091dHB1dCKzAQoXU3ludGhlc2l6ZVN0cmVhbXNPdXRwdXQSDgoGc3RyZWFtGAEgASgEEikKBWNodW5rGAIgASgLMhguaW5mZXJlbmNlLnYxLkF1ZGlvQ2h1bmtIABImCgdmbHVzaGVkGAMgASgLMhMuaW5mZXJlbmNlLnYxLkZsdXNoSAASLAoGc3RhdHVzGAQgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbVN0YXR1c0gAQgcKBWV2ZW50IjwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkijAEKB01lc3NhZ2USIAoEcm9sZRgBIAEoDjISLmluZmVyZW5jZS52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSKgoKdG9vbF9jYWxscxgDIAMoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYBCABKAkSDAoEbmFtZRgFIAEoCSJJCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgDIAEoCSI1ChBTdHJ1Y3R1cmVkT3V0cHV0EgwKBG5hbWUYASABKAkSEwoLanNvbl9zY2hlbWEYAiABKAki8wEKD0dlbmVyYXRlUmVxdWVzdBINCgVtb2RlbBgBIAEoCRInCghtZXNzYWdlcxgCIAMoCzIVLmluZmVyZW5jZS52MS5NZXNzYWdlEiEKBXRvb2xzGAMgAygLMhIuaW5mZXJlbmNlLnYxLlRvb2wSEwoLdG9vbF9jaG9pY2UYBCABKAkSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgptYXhfdG9rZW5zGAYgASgNEjIKCnN0cnVjdHVyZWQYByABKAsyHi5pbmZlcmVuY2UudjEuU3RydWN0dXJlZE91dHB1dEIOCgxfdGVtcGVyYXR1cmUiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgNEhUKDW91dHB1dF90b2tlbnMYAiABKA0iWAoGRmluaXNoEioKBnJlYXNvbhgBIAEoDjIaLmluZmVyZW5jZS52MS5GaW5pc2hSZWFzb24SIgoFdXNhZ2UYAiABKAsyEy5pbmZlcmVuY2UudjEuVXNhZ2UihgEKEEdlbmVyYXRlUmVzcG9uc2USFAoKdGV4dF9kZWx0YRgBIAEoCUgAEisKCXRvb2xfY2FsbBgCIAEoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbEgAEiYKBmZpbmlzaBgDIAEoCzIULmluZmVyZW5jZS52MS5GaW5pc2hIAEIHCgVldmVudCJMChZHZW5lcmF0ZVN0cmVhbXNSZXF1ZXN0EjIKBmlucHV0cxgBIAMoCzIiLmluZmVyZW5jZS52MS5HZW5lcmF0ZVN0cmVhbXNJbnB1dCKPAQoUR2VuZXJhdGVTdHJlYW1zSW5wdXQSDgoGc3RyZWFtGAEgASgEEjAKBG9wZW4YAiABKAsyIC5pbmZlcmVuY2UudjEuR2VuZXJhdGVTdHJlYW1PcGVuSAASLAoGY2FuY2VsGAMgASgLMhouaW5mZXJlbmNlLnYxLlN0cmVhbUNhbmNlbEgAQgcKBWV2ZW50In4KEkdlbmVyYXRlU3RyZWFtT3BlbhIuCgdyZXF1ZXN0GAEgASgLMh0uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAIgASgJEg8KB3RlYW1faWQYAyABKAkSEwoLdHJhY2VwYXJlbnQYBCABKAkiTwoXR2VuZXJhdGVTdHJlYW1zUmVzcG9uc2USNAoHb3V0cHV0cxgBIAMoCzIjLmluZmVyZW5jZS52MS5HZW5lcmF0ZVN0cmVhbXNPdXRwdXQiyQEKFUdlbmVyYXRlU3RyZWFtc091dHB1dBIOCgZzdHJlYW0YASABKAQSFAoKdGV4dF9kZWx0YRgCIAEoCUgAEisKCXRvb2xfY2FsbBgDIAEoCzIWLmluZmVyZW5jZS52MS5Ub29sQ2FsbEgAEiYKBmZpbmlzaBgEIAEoCzIULmluZmVyZW5jZS52MS5GaW5pc2hIABIsCgZzdGF0dXMYBSABKAsyGi5pbmZlcmVuY2UudjEuU3RyZWFtU3RhdHVzSABCBwoFZXZlbnQi3AIKEkRlc2lnblZvaWNlUmVxdWVzdBITCgtkZXNjcmlwdGlvbhgBIAEoCRIMCgR0ZXh0GAIgASgJEhAKCGxhbmd1YWdlGAMgASgJEg0KBWNvdW50GAQgASgNEg0KBW1vZGVsGAUgASgJEg0KBXNwZWVkGAYgASgBEhEKBHNlZWQYByABKANIAIgBARIWCgludW1fc3RlcHMYCCABKA1IAYgBARIbCg5ndWlkYW5jZV9zY2FsZRgJIAEoAUgCiAEBEicKGmluc3RydWN0aW9uX2d1aWRhbmNlX3NjYWxlGAogASgBSAOIAQESKgoGb3V0cHV0GAsgASgLMhouaW5mZXJlbmNlLnYxLk91dHB1dEZvcm1hdEIHCgVfc2VlZEIMCgpfbnVtX3N0ZXBzQhEKD19ndWlkYW5jZV9zY2FsZUIdChtfaW5zdHJ1Y3Rpb25fZ3VpZGFuY2Vfc2NhbGUivQEKDURlc2lnbmVkVm9pY2USEAoIdm9pY2VfaWQYASABKAkSDQoFYXVkaW8YAiABKAwSLQoIZW5jb2RpbmcYAyABKA4yGy5pbmZlcmVuY2UudjEuQXVkaW9FbmNvZGluZxIWCg5zYW1wbGVfcmF0ZV9oehgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoARIMCgR0ZXh0GAYgASgJEhAKCGxhbmd1YWdlGAcgASgJEg8KB3N1bW1hcnkYCCABKAkiQgoTRGVzaWduVm9pY2VSZXNwb25zZRIrCgZ2b2ljZXMYASADKAsyGy5pbmZlcmVuY2UudjEuRGVzaWduZWRWb2ljZSJWChBTYXZlVm9pY2VSZXF1ZXN0EhAKCHZvaWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSDQoFbW9kZWwYBCABKAkiJQoRU2F2ZVZvaWNlUmVzcG9uc2USEAoIdm9pY2VfaWQYASABKAkiFQoTQ2FwYWJpbGl0aWVzUmVxdWVzdCJ8CglNb2RlbEluZm8SDAoEbmFtZRgBIAEoCRIlCgRraW5kGAIgASgOMhcuaW5mZXJlbmNlLnYxLk1vZGVsS2luZBIRCglsYW5ndWFnZXMYAyADKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEgoKaXNfZGVmYXVsdBgFIAEoCCI4CglWb2ljZUluZm8SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglsYW5ndWFnZXMYAyADKAkiWgoQT3V0cHV0Rm9ybWF0SW5mbxItCghlbmNvZGluZxgBIAEoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEhcKD3NhbXBsZV9yYXRlc19oehgCIAMoDSJvCgZMaW1pdHMSFgoObWF4X3RleHRfY2hhcnMYASABKA0SFAoMbWF4X2F1ZGlvX21zGAIgASgNEhwKFG1heF9jb25jdXJyZW50X2NhbGxzGAMgASgNEhkKEW1heF9tZXNzYWdlX2J5dGVzGAQgASgNIsgCChRDYXBhYmlsaXRpZXNSZXNwb25zZRIYChBjb250cmFjdF92ZXJzaW9uGAEgASgJEg8KB2JhY2tlbmQYAiABKAkSJwoGbW9kZWxzGAMgAygLMhcuaW5mZXJlbmNlLnYxLk1vZGVsSW5mbxInCgZ2b2ljZXMYBCADKAsyFy5pbmZlcmVuY2UudjEuVm9pY2VJbmZvEhEKCWxhbmd1YWdlcxgFIAMoCRI2Cg5vdXRwdXRfZm9ybWF0cxgGIAMoCzIeLmluZmVyZW5jZS52MS5PdXRwdXRGb3JtYXRJbmZvEjQKD2lucHV0X2VuY29kaW5ncxgHIAMoDjIbLmluZmVyZW5jZS52MS5BdWRpb0VuY29kaW5nEiQKBmxpbWl0cxgIIAEoCzIULmluZmVyZW5jZS52MS5MaW1pdHMSDAoEcnBjcxgJIAMoCSIPCg1IZWFsdGhSZXF1ZXN0IjgKDEVuZ2luZUhlYWx0aBIMCgRuYW1lGAEgASgJEgoKAm9rGAIgASgIEg4KBmRldGFpbBgDIAEoCSKAAQoOSGVhbHRoUmVzcG9uc2USKwoGc3RhdHVzGAEgASgOMhsuaW5mZXJlbmNlLnYxLlNlcnZpbmdTdGF0dXMSKwoHZW5naW5lcxgCIAMoCzIaLmluZmVyZW5jZS52MS5FbmdpbmVIZWFsdGgSFAoMYWN0aXZlX2NhbGxzGAMgASgNKpoBCg1BdWRpb0VuY29kaW5nEh4KGkFVRElPX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASHAoYQVVESU9fRU5DT0RJTkdfUENNX1MxNkxFEAESFgoSQVVESU9fRU5DT0RJTkdfV0FWEAISFgoSQVVESU9fRU5DT0RJTkdfTVAzEAMSGwoXQVVESU9fRU5DT0RJTkdfT0dHX09QVVMQBCpfCgtMYXRlbmN5TW9kZRIcChhMQVRFTkNZX01PREVfVU5TUEVDSUZJRUQQABIZChVMQVRFTkNZX01PREVfQkFMQU5DRUQQARIXChNMQVRFTkNZX01PREVfTk9STUFMEAIqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKn0KDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESHAoYRklOSVNIX1JFQVNPTl9UT09MX0NBTExTEAISGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAyqOAQoJTW9kZWxLaW5kEhoKFk1PREVMX0tJTkRfVU5TUEVDSUZJRUQQABIVChFNT0RFTF9LSU5EX1NQRUVDSBABEhwKGE1PREVMX0tJTkRfVFJBTlNDUklQVElPThACEhMKD01PREVMX0tJTkRfQ0hBVBADEhsKF01PREVMX0tJTkRfVk9JQ0VfREVTSUdOEAQqawoNU2VydmluZ1N0YXR1cxIeChpTRVJWSU5HX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlNFUlZJTkdfU1RBVFVTX1NFUlZJTkcQARIeChpTRVJWSU5HX1NUQVRVU19OT1RfU0VSVklORxACMsEIChBJbmZlcmVuY2VTZXJ2aWNlEkkKClN5bnRoZXNpemUSHy5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVJlcXVlc3QaGC5pbmZlcmVuY2UudjEuQXVkaW9DaHVuazABEmUKEFN5bnRoZXNpemVTdHJlYW0SJS5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbVJlcXVlc3QaJi5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbVJlc3BvbnNlKAEwARJRCgpUcmFuc2NyaWJlEh8uaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVSZXF1ZXN0GiAuaW5mZXJlbmNlLnYxLlRyYW5zY3JpYmVSZXNwb25zZSgBEmUKEFRyYW5zY3JpYmVTdHJlYW0SJS5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbVJlcXVlc3QaJi5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbVJlc3BvbnNlKAEwARJoChFUcmFuc2NyaWJlU3RyZWFtcxImLmluZmVyZW5jZS52MS5UcmFuc2NyaWJlU3RyZWFtc1JlcXVlc3QaJy5pbmZlcmVuY2UudjEuVHJhbnNjcmliZVN0cmVhbXNSZXNwb25zZSgBMAESaAoRU3ludGhlc2l6ZVN0cmVhbXMSJi5pbmZlcmVuY2UudjEuU3ludGhlc2l6ZVN0cmVhbXNSZXF1ZXN0GicuaW5mZXJlbmNlLnYxLlN5bnRoZXNpemVTdHJlYW1zUmVzcG9uc2UoATABEksKCEdlbmVyYXRlEh0uaW5mZXJlbmNlLnYxLkdlbmVyYXRlUmVxdWVzdBoeLmluZmVyZW5jZS52MS5HZW5lcmF0ZVJlc3BvbnNlMAESYgoPR2VuZXJhdGVTdHJlYW1zEiQuaW5mZXJlbmNlLnYxLkdlbmVyYXRlU3RyZWFtc1JlcXVlc3QaJS5pbmZlcmVuY2UudjEuR2VuZXJhdGVTdHJlYW1zUmVzcG9uc2UoATABElUKDENhcGFiaWxpdGllcxIhLmluZmVyZW5jZS52MS5DYXBhYmlsaXRpZXNSZXF1ZXN0GiIuaW5mZXJlbmNlLnYxLkNhcGFiaWxpdGllc1Jlc3BvbnNlEkMKBkhlYWx0aBIbLmluZmVyZW5jZS52MS5IZWFsdGhSZXF1ZXN0GhwuaW5mZXJlbmNlLnYxLkhlYWx0aFJlc3BvbnNlElIKC0Rlc2lnblZvaWNlEiAuaW5mZXJlbmNlLnYxLkRlc2lnblZvaWNlUmVxdWVzdBohLmluZmVyZW5jZS52MS5EZXNpZ25Wb2ljZVJlc3BvbnNlEkwKCVNhdmVWb2ljZRIeLmluZmVyZW5jZS52MS5TYXZlVm9pY2VSZXF1ZXN0Gh8uaW5mZXJlbmNlLnYxLlNhdmVWb2ljZVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * The audio the caller wants back. Every backend must produce AUDIO_ENCODING_PCM_S16LE;
@@ -1568,6 +1568,181 @@ export const GenerateResponseSchema: GenMessage<GenerateResponse> = /*@__PURE__*
   messageDesc(file_inference_v1_inference, 39);
 
 /**
+ * GenerateStreams input: inputs of any number of streams, applied in order.
+ *
+ * @generated from message inference.v1.GenerateStreamsRequest
+ */
+export type GenerateStreamsRequest = Message$1<"inference.v1.GenerateStreamsRequest"> & {
+  /**
+   * @generated from field: repeated inference.v1.GenerateStreamsInput inputs = 1;
+   */
+  inputs: GenerateStreamsInput[];
+};
+
+/**
+ * Describes the message inference.v1.GenerateStreamsRequest.
+ * Use `create(GenerateStreamsRequestSchema)` to create a new message.
+ */
+export const GenerateStreamsRequestSchema: GenMessage<GenerateStreamsRequest> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 40);
+
+/**
+ * One stream's input.
+ *
+ * @generated from message inference.v1.GenerateStreamsInput
+ */
+export type GenerateStreamsInput = Message$1<"inference.v1.GenerateStreamsInput"> & {
+  /**
+   * The caller's id of the stream. Ids increase on the call, as on TranscribeStreams: a new
+   * stream's id is greater than every id used before on the call, and its first input is `open`.
+   * An `open` with an id not greater gets that id a status INVALID_ARGUMENT; a `cancel` for a
+   * stream that has ended is ignored.
+   *
+   * @generated from field: uint64 stream = 1;
+   */
+  stream: bigint;
+
+  /**
+   * @generated from oneof inference.v1.GenerateStreamsInput.event
+   */
+  event: {
+    /**
+     * First and only input of a stream but `cancel`: the whole request.
+     *
+     * @generated from field: inference.v1.GenerateStreamOpen open = 2;
+     */
+    value: GenerateStreamOpen;
+    case: "open";
+  } | {
+    /**
+     * The caller gave up on the stream (as cancelling a Generate call): the backend stops it and
+     * sends nothing more for it, not even a status.
+     *
+     * @generated from field: inference.v1.StreamCancel cancel = 3;
+     */
+    value: StreamCancel;
+    case: "cancel";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message inference.v1.GenerateStreamsInput.
+ * Use `create(GenerateStreamsInputSchema)` to create a new message.
+ */
+export const GenerateStreamsInputSchema: GenMessage<GenerateStreamsInput> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 41);
+
+/**
+ * Opens a stream of a GenerateStreams call.
+ *
+ * @generated from message inference.v1.GenerateStreamOpen
+ */
+export type GenerateStreamOpen = Message$1<"inference.v1.GenerateStreamOpen"> & {
+  /**
+   * As the GenerateRequest of a Generate call.
+   *
+   * @generated from field: inference.v1.GenerateRequest request = 1;
+   */
+  request?: GenerateRequest | undefined;
+
+  /**
+   * The request metadata a Generate call carries, per stream.
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string team_id = 3;
+   */
+  teamId: string;
+
+  /**
+   * @generated from field: string traceparent = 4;
+   */
+  traceparent: string;
+};
+
+/**
+ * Describes the message inference.v1.GenerateStreamOpen.
+ * Use `create(GenerateStreamOpenSchema)` to create a new message.
+ */
+export const GenerateStreamOpenSchema: GenMessage<GenerateStreamOpen> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 42);
+
+/**
+ * GenerateStreams output: outputs of any number of streams, in order per stream.
+ *
+ * @generated from message inference.v1.GenerateStreamsResponse
+ */
+export type GenerateStreamsResponse = Message$1<"inference.v1.GenerateStreamsResponse"> & {
+  /**
+   * @generated from field: repeated inference.v1.GenerateStreamsOutput outputs = 1;
+   */
+  outputs: GenerateStreamsOutput[];
+};
+
+/**
+ * Describes the message inference.v1.GenerateStreamsResponse.
+ * Use `create(GenerateStreamsResponseSchema)` to create a new message.
+ */
+export const GenerateStreamsResponseSchema: GenMessage<GenerateStreamsResponse> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 43);
+
+/**
+ * One stream's output: what a Generate call's GenerateResponse carries, then its status.
+ *
+ * @generated from message inference.v1.GenerateStreamsOutput
+ */
+export type GenerateStreamsOutput = Message$1<"inference.v1.GenerateStreamsOutput"> & {
+  /**
+   * The id the caller opened the stream with.
+   *
+   * @generated from field: uint64 stream = 1;
+   */
+  stream: bigint;
+
+  /**
+   * @generated from oneof inference.v1.GenerateStreamsOutput.event
+   */
+  event: {
+    /**
+     * @generated from field: string text_delta = 2;
+     */
+    value: string;
+    case: "textDelta";
+  } | {
+    /**
+     * @generated from field: inference.v1.ToolCall tool_call = 3;
+     */
+    value: ToolCall;
+    case: "toolCall";
+  } | {
+    /**
+     * @generated from field: inference.v1.Finish finish = 4;
+     */
+    value: Finish;
+    case: "finish";
+  } | {
+    /**
+     * The stream's last output: OK after its `finish`, or why it failed (what a Generate call's
+     * status would have been: an unknown model, empty messages, the backend at its limit, ...).
+     *
+     * @generated from field: inference.v1.StreamStatus status = 5;
+     */
+    value: StreamStatus;
+    case: "status";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message inference.v1.GenerateStreamsOutput.
+ * Use `create(GenerateStreamsOutputSchema)` to create a new message.
+ */
+export const GenerateStreamsOutputSchema: GenMessage<GenerateStreamsOutput> = /*@__PURE__*/
+  messageDesc(file_inference_v1_inference, 44);
+
+/**
  * @generated from message inference.v1.DesignVoiceRequest
  */
 export type DesignVoiceRequest = Message$1<"inference.v1.DesignVoiceRequest"> & {
@@ -1657,7 +1832,7 @@ export type DesignVoiceRequest = Message$1<"inference.v1.DesignVoiceRequest"> & 
  * Use `create(DesignVoiceRequestSchema)` to create a new message.
  */
 export const DesignVoiceRequestSchema: GenMessage<DesignVoiceRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 40);
+  messageDesc(file_inference_v1_inference, 45);
 
 /**
  * One candidate voice.
@@ -1723,7 +1898,7 @@ export type DesignedVoice = Message$1<"inference.v1.DesignedVoice"> & {
  * Use `create(DesignedVoiceSchema)` to create a new message.
  */
 export const DesignedVoiceSchema: GenMessage<DesignedVoice> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 41);
+  messageDesc(file_inference_v1_inference, 46);
 
 /**
  * @generated from message inference.v1.DesignVoiceResponse
@@ -1742,7 +1917,7 @@ export type DesignVoiceResponse = Message$1<"inference.v1.DesignVoiceResponse"> 
  * Use `create(DesignVoiceResponseSchema)` to create a new message.
  */
 export const DesignVoiceResponseSchema: GenMessage<DesignVoiceResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 42);
+  messageDesc(file_inference_v1_inference, 47);
 
 /**
  * @generated from message inference.v1.SaveVoiceRequest
@@ -1781,7 +1956,7 @@ export type SaveVoiceRequest = Message$1<"inference.v1.SaveVoiceRequest"> & {
  * Use `create(SaveVoiceRequestSchema)` to create a new message.
  */
 export const SaveVoiceRequestSchema: GenMessage<SaveVoiceRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 43);
+  messageDesc(file_inference_v1_inference, 48);
 
 /**
  * @generated from message inference.v1.SaveVoiceResponse
@@ -1800,7 +1975,7 @@ export type SaveVoiceResponse = Message$1<"inference.v1.SaveVoiceResponse"> & {
  * Use `create(SaveVoiceResponseSchema)` to create a new message.
  */
 export const SaveVoiceResponseSchema: GenMessage<SaveVoiceResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 44);
+  messageDesc(file_inference_v1_inference, 49);
 
 /**
  * @generated from message inference.v1.CapabilitiesRequest
@@ -1813,7 +1988,7 @@ export type CapabilitiesRequest = Message$1<"inference.v1.CapabilitiesRequest"> 
  * Use `create(CapabilitiesRequestSchema)` to create a new message.
  */
 export const CapabilitiesRequestSchema: GenMessage<CapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 45);
+  messageDesc(file_inference_v1_inference, 50);
 
 /**
  * @generated from message inference.v1.ModelInfo
@@ -1858,7 +2033,7 @@ export type ModelInfo = Message$1<"inference.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 46);
+  messageDesc(file_inference_v1_inference, 51);
 
 /**
  * @generated from message inference.v1.VoiceInfo
@@ -1887,7 +2062,7 @@ export type VoiceInfo = Message$1<"inference.v1.VoiceInfo"> & {
  * Use `create(VoiceInfoSchema)` to create a new message.
  */
 export const VoiceInfoSchema: GenMessage<VoiceInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 47);
+  messageDesc(file_inference_v1_inference, 52);
 
 /**
  * @generated from message inference.v1.OutputFormatInfo
@@ -1911,7 +2086,7 @@ export type OutputFormatInfo = Message$1<"inference.v1.OutputFormatInfo"> & {
  * Use `create(OutputFormatInfoSchema)` to create a new message.
  */
 export const OutputFormatInfoSchema: GenMessage<OutputFormatInfo> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 48);
+  messageDesc(file_inference_v1_inference, 53);
 
 /**
  * @generated from message inference.v1.Limits
@@ -1951,7 +2126,7 @@ export type Limits = Message$1<"inference.v1.Limits"> & {
  * Use `create(LimitsSchema)` to create a new message.
  */
 export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 49);
+  messageDesc(file_inference_v1_inference, 54);
 
 /**
  * @generated from message inference.v1.CapabilitiesResponse
@@ -2016,7 +2191,7 @@ export type CapabilitiesResponse = Message$1<"inference.v1.CapabilitiesResponse"
  * Use `create(CapabilitiesResponseSchema)` to create a new message.
  */
 export const CapabilitiesResponseSchema: GenMessage<CapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 50);
+  messageDesc(file_inference_v1_inference, 55);
 
 /**
  * @generated from message inference.v1.HealthRequest
@@ -2029,7 +2204,7 @@ export type HealthRequest = Message$1<"inference.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 51);
+  messageDesc(file_inference_v1_inference, 56);
 
 /**
  * @generated from message inference.v1.EngineHealth
@@ -2058,7 +2233,7 @@ export type EngineHealth = Message$1<"inference.v1.EngineHealth"> & {
  * Use `create(EngineHealthSchema)` to create a new message.
  */
 export const EngineHealthSchema: GenMessage<EngineHealth> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 52);
+  messageDesc(file_inference_v1_inference, 57);
 
 /**
  * @generated from message inference.v1.HealthResponse
@@ -2087,7 +2262,7 @@ export type HealthResponse = Message$1<"inference.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_inference_v1_inference, 53);
+  messageDesc(file_inference_v1_inference, 58);
 
 /**
  * How audio bytes are laid out.
@@ -2412,6 +2587,22 @@ export const InferenceService: GenService<{
     methodKind: "server_streaming";
     input: typeof GenerateRequestSchema;
     output: typeof GenerateResponseSchema;
+  },
+  /**
+   * Chat generation for many streams over one call (optional; a backend that offers it lists
+   * "GenerateStreams" in Capabilities.rpcs). Each stream behaves as one Generate call: the caller
+   * opens it with the whole request (and the metadata a Generate call would carry) and may cancel
+   * it; the backend sends its text deltas, tool calls and finish, then its status. A message
+   * carries inputs (or outputs) of any number of streams, so a turn's generation costs no call
+   * setup of its own. A stream's failure ends that stream only; the call ending ends every
+   * stream on it.
+   *
+   * @generated from rpc inference.v1.InferenceService.GenerateStreams
+   */
+  generateStreams: {
+    methodKind: "bidi_streaming";
+    input: typeof GenerateStreamsRequestSchema;
+    output: typeof GenerateStreamsResponseSchema;
   },
   /**
    * What this backend serves: models, voices, languages, formats, limits.
