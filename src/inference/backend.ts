@@ -641,8 +641,16 @@ export class Backend {
    * (SHARED_RECEIVE_WINDOW_BYTES): their streams are flow-controlled by credit, not by HTTP/2.
    */
   private async sharedCall<C>(open: (client: Conn['client']) => C): Promise<{ call: C; done: () => void }> {
+    // A mux first used after the client closed (a turn's generation during shutdown) must not
+    // open a connection that nothing closes: it would keep the process alive.
+    if (this.closed) throw new ServiceError('unavailable', 'Inference client closed');
     const conn = (this.shared ??= this.connect({ 'grpc-node.flow_control_window': SHARED_RECEIVE_WINDOW_BYTES }));
     await this.ready(conn);
+    if (this.closed) {
+      // Closed while the connection got ready: it is closed here, not left open.
+      conn.client.close();
+      throw new ServiceError('unavailable', 'Inference client closed');
+    }
     conn.calls++;
     const call = open(conn.client);
     let done = false;

@@ -285,6 +285,9 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
     call.on('error', (err) => end(err));
     call.on('status', (st: grpc.StatusObject) => end(st.code === grpc.status.OK ? null : st));
     call.on('end', () => setImmediate(() => end(null)));
+    // The client closed while this call was starting (`close` had no call to cancel yet): a
+    // call left open here would keep its connection, and the process, alive.
+    if (this.closed) call.cancel();
   }
 
   private receive(m: { outputs: StreamOutput[] }): void {

@@ -153,3 +153,13 @@ t.test('a backend not offering GenerateStreams gets one Generate call per genera
   t.same(calls.filter((c) => c.rpc === 'generate').map((c) => c.requestId).sort(), ['session-0', 'session-1', 'session-2'], 'a Generate call each');
   t.equal(conn.generationStreams.messages, 0, 'nothing written on a shared call');
 });
+
+t.test('a generation after the client closed fails at once and opens no connection', async (t) => {
+  const { client, calls } = await setup(t, true);
+  await client.close();
+  const before = calls.length;
+  const err = await collect(client.generate(ask('hello'))).then(() => null, (e: ServiceError) => e);
+  t.match(err, { status: 503 }, 'refused as unavailable');
+  t.equal(calls.length, before, 'the backend saw no call');
+});
+
