@@ -646,11 +646,8 @@ export class Backend {
     if (this.closed) throw new ServiceError('unavailable', 'Inference client closed');
     const conn = (this.shared ??= this.connect({ 'grpc-node.flow_control_window': SHARED_RECEIVE_WINDOW_BYTES }));
     await this.ready(conn);
-    if (this.closed) {
-      // Closed while the connection got ready: it is closed here, not left open.
-      conn.client.close();
-      throw new ServiceError('unavailable', 'Inference client closed');
-    }
+    // Closed while the connection got ready (`close` closed it): no call is started on it.
+    if (this.closed) throw new ServiceError('unavailable', 'Inference client closed');
     conn.calls++;
     const call = open(conn.client);
     let done = false;
