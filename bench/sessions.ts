@@ -1,7 +1,7 @@
 /**
  * Concurrent live sessions on one node (or two) over the websocket transport, with synthetic audio.
  *
- *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--settle-seconds 3] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--young-generation default|N] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
+ *   npx tsx bench/sessions.ts [--sessions 200] [--seconds 30] [--creations-seconds 5] [--settle-seconds 3] [--baseline-sessions 20] [--baseline-seconds 20] [--caller-frame-ms 100] [--backends 1] [--light-backend] [--nodes 2] [--workers N] [--platform-first | --load-idle] [--no-recording] [--silent-callers] [--young-generation default|N] [--only creations|idle] [--cpu-profile file] [--heap-profile file] [--idle-snapshots prefix]
  *   DATABASE_URL=postgres://root@127.0.0.1/test REDIS_URL=redis://127.0.0.1:6379 npx tsx bench/sessions.ts
  *
  * The platform runs in this process; the native backend (synthetic speech, scripted model,
@@ -13,6 +13,9 @@
  * and Redis) starts a second platform node in a child process on the same schema and Redis, and
  * the callers create every other session there: two event loops on one host. Each caller
  * connects, streams 16 kHz PCM in real time (silence, and a spoken question every ~6 s) and listens.
+ * `--silent-callers`: the callers stream silence and never ask (no turns, no agent audio), so the
+ * CPU figure is what the caller's audio alone costs: received, policed, recorded and batched to
+ * the recognizer (bench/README.md, twenty-ninth pass).
  *
  * Three phases: `--baseline-sessions` (20) sessions talk alone for `--baseline-seconds` (20); then
  * the rest connect and every session is idle (connected, sending nothing: a muted microphone),
@@ -70,7 +73,7 @@ const LIGHT_BACKEND = fileURLToPath(new URL('./light-backend.ts', import.meta.ur
 // The caller child: connects `n` sessions and talks until told to stop.
 
 async function callers() {
-  const { urls, key, agent, frameMs } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; frameMs: number };
+  const { urls, key, agent, frameMs, silent } = JSON.parse(process.env.BENCH_CALLERS!) as { urls: string[]; key: string; agent: string; frameMs: number; silent?: boolean };
   const question = QUESTION_PCM;
   const frame = frameMs * 16; // samples at 16 kHz
   const phases = frameMs / 10; // one tick every 10 ms serves the callers of its phase
@@ -174,7 +177,8 @@ async function callers() {
         s.talking = i < m.count!;
         s.pos = -1;
         s.endAt = 0;
-        s.speakAt = now + 1000 + (i * 6000) / m.count!;
+        // --silent-callers: never a question, only the stream of silence.
+        s.speakAt = silent ? Infinity : now + 1000 + (i * 6000) / m.count!;
       });
       process.send!({ type: 'talking' });
     } else if (m.type === 'measure') {
@@ -341,7 +345,7 @@ async function main() {
   gc();
   await sleep(500);
   const memBefore = process.memoryUsage();
-  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, frameMs: callerFrameMs }) }, execArgv: ['--import=tsx'] });
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, BENCH_ROLE: 'callers', BENCH_CALLERS: JSON.stringify({ urls: [platform.url, ...(second ? [second.url] : [])], key, agent, frameMs: callerFrameMs, silent: process.argv.includes('--silent-callers') }) }, execArgv: ['--import=tsx'] });
   lowPriority(child.pid);
   const next = (type: string) => new Promise<any>((r) => { const on = (m: any) => { if (m.type === type) { child.off('message', on); r(m); } }; child.on('message', on); });
   const ask = <T = any>(m: Record<string, unknown>, answer: string): Promise<T> => { const p = next(answer); child.send(m); return p; };
@@ -534,7 +538,7 @@ async function main() {
   const idleHere = rest.held * share;
   const heard20 = callerLatency(baseline);
   console.log(JSON.stringify({
-    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds}${settleSeconds !== 3 ? ` --settle-seconds ${settleSeconds}` : ''} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
+    command: `npx tsx bench/sessions.ts --sessions ${n} --seconds ${seconds} --creations-seconds ${creationSeconds}${settleSeconds !== 3 ? ` --settle-seconds ${settleSeconds}` : ''} --backends ${backendCount}${baseN !== 20 ? ` --baseline-sessions ${baseN}` : ''}${baseSeconds !== 20 ? ` --baseline-seconds ${baseSeconds}` : ''}${callerFrameMs !== 100 ? ` --caller-frame-ms ${callerFrameMs}` : ''}${loadIdle ? ' --load-idle' : platformFirst ? ' --platform-first' : ''}${process.argv.includes('--no-recording') ? ' --no-recording' : ''}${process.argv.includes('--silent-callers') ? ' --silent-callers' : ''}${light ? ' --light-backend' : ''}${second ? ' --nodes 2' : ''}${node ? ` --workers ${workerCount}` : ''}`,
     // The headline: what a caller hears (timed by the callers on their own clock, from the last
     // audio of their question leaving to the first agent audio arriving) with N sessions talking,
     // beside the same with `baseline_sessions` talking alone; and what a talking session costs.
