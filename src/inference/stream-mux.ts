@@ -261,7 +261,6 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
     this.waiting.clear();
     // Writes call back in order: each is the oldest one waiting (a past call's are ignored).
     this.onWritten = () => { if (this.call === call) this.waiting.sent(); };
-    if (!this.scheduled && this.batch.length) this.schedule();
     let over = false;
     const end = (err: unknown) => {
       if (over) return;
@@ -286,8 +285,10 @@ export abstract class StreamMux<S extends MuxStream<Out>, Out, E, Req, Config> {
     call.on('status', (st: grpc.StatusObject) => end(st.code === grpc.status.OK ? null : st));
     call.on('end', () => setImmediate(() => end(null)));
     // The client closed while this call was starting (`close` had no call to cancel yet): a
-    // call left open here would keep its connection, and the process, alive.
+    // call left open here would keep its connection, and the process, alive; nothing queued is
+    // written on it.
     if (this.closed) call.cancel();
+    else if (!this.scheduled && this.batch.length) this.schedule();
   }
 
   private receive(m: { outputs: StreamOutput[] }): void {
