@@ -121,3 +121,25 @@ t.test('an upload failure says why without naming a secret', async (t) => {
   t.same(f, { code: 'upload_failed', message: 'The track could not be uploaded: the store could not be reached' });
   t.notOk(JSON.stringify(f).includes(secretAccessKey));
 });
+
+t.test('speech across chunk boundaries, a silence longer than a chunk and a short pause read back in place', async (t) => {
+  const loud = new Track(join(dir, 's9', 'user.wav'), 0);
+  for (let i = 0; i < 300; i++) loud.push(tone(20, 0xee), i * 20);
+  await loud.close();
+  // Speech in 100 ms frames: 3.1 s, a 2.3 s silence (longer than a chunk: a hole), 2.9 s, a 70 ms
+  // pause (inside the chunk: zeros), 1.5 s, from a reused buffer that held loud audio.
+  const track = new Track(join(dir, 's10', 'agent.wav'), 0);
+  const parts: [start: number, ms: number, v: number][] = [[0, 3100, 1], [5400, 2900, 2], [8370, 1500, 3]];
+  for (const [start, ms, v] of parts) for (let at = 0; at < ms; at += 100) track.push(tone(100, v), start + at);
+  const bytes = await track.close();
+  t.equal(bytes, 9870 * BYTES_PER_MS, 'the last frame ends where it was heard');
+  t.equal(statSync(track.path).size, 44 + bytes);
+  const { wav, pcm } = readTrack(track.path);
+  t.equal(wav.dataBytes, bytes, 'the header names what the file holds');
+  let heard = 0;
+  for (const [i, [start, ms, v]] of parts.entries()) {
+    t.ok(pcm.subarray(start * BYTES_PER_MS, (start + ms) * BYTES_PER_MS).every((b) => b === v), `speech ${i + 1} at ${start} ms, whole`);
+    t.ok(pcm.subarray(heard * BYTES_PER_MS, start * BYTES_PER_MS).every((b) => b === 0), `silence before it (${start - heard} ms)`);
+    heard = start + ms;
+  }
+});
